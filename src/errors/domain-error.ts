@@ -1,0 +1,87 @@
+import type { ErrorDomain, Reason } from "./reasons.js";
+
+// Domain errors say what went wrong in terms of the product (a field, a resource, a state), never in terms of a
+// protocol. src/errors/to-connect-error.ts is the one place that turns them into wire errors.
+
+export interface FieldViolation {
+  // JSON path of the field as callers write it, e.g. "page.limit".
+  field: string;
+  description: string;
+}
+
+export interface ResourceRef {
+  resourceType: string;
+  resourceName: string;
+  owner?: string;
+}
+
+export interface PreconditionViolation {
+  // "STATE" for a resource in the wrong state.
+  type: string;
+  subject: string;
+  description: string;
+}
+
+export interface QuotaViolation {
+  subject: string;
+  description: string;
+}
+
+interface ErrorBase {
+  reason: Reason;
+  domain: ErrorDomain;
+  message: string;
+  metadata?: Record<string, string>;
+}
+
+export type DomainErrorKind =
+  | (ErrorBase & { code: "invalid_argument"; violations: FieldViolation[] })
+  | (ErrorBase & { code: "not_found"; resource: ResourceRef })
+  | (ErrorBase & { code: "already_exists"; resource: ResourceRef })
+  | (ErrorBase & { code: "failed_precondition"; violations: PreconditionViolation[] })
+  | (ErrorBase & { code: "resource_exhausted"; violations: QuotaViolation[]; retryAfterSeconds?: number })
+  | (ErrorBase & { code: "unavailable"; retryAfterSeconds: number })
+  | (ErrorBase & { code: "unauthenticated" })
+  | (ErrorBase & { code: "permission_denied" })
+  | (ErrorBase & { code: "unimplemented" });
+
+// One class carrying a tagged description keeps `instanceof` checks trivial and lets the mapper switch
+// exhaustively over `detail.code`.
+export class DomainError extends Error {
+  constructor(readonly detail: DomainErrorKind) {
+    super(detail.message);
+    this.name = "DomainError";
+  }
+}
+
+export function invalidArgument(
+  domain: ErrorDomain,
+  violations: FieldViolation[],
+  reason: Reason = "REQUEST_INVALID",
+): DomainError {
+  const message = violations.map((v) => `${v.field}: ${v.description}`).join("; ");
+  return new DomainError({ code: "invalid_argument", reason, domain, message, violations });
+}
+
+export function notFound(domain: ErrorDomain, reason: Reason, resource: ResourceRef, message: string): DomainError {
+  return new DomainError({ code: "not_found", reason, domain, message, resource });
+}
+
+export function alreadyExists(domain: ErrorDomain, reason: Reason, resource: ResourceRef, message: string): DomainError {
+  return new DomainError({ code: "already_exists", reason, domain, message, resource });
+}
+
+export function failedPrecondition(
+  domain: ErrorDomain,
+  reason: Reason,
+  subject: string,
+  message: string,
+): DomainError {
+  return new DomainError({
+    code: "failed_precondition",
+    reason,
+    domain,
+    message,
+    violations: [{ type: "STATE", subject, description: message }],
+  });
+}

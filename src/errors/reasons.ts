@@ -1,0 +1,26 @@
+// Every ErrorInfo.reason the server can send, with the sentence that documents it. Callers branch on these
+// strings, so they are stable: add new ones, never rename. test/unit/error-reasons.test.ts checks that each one
+// is described in docs/errors.md.
+export const reasons = {
+  REQUEST_INVALID: "A request field is missing, malformed or out of range; BadRequest names each field.",
+  MALFORMED_BODY: "The request body is not valid JSON or does not fit the request message.",
+  UNKNOWN_FIELD: "The request names a JSON field or query parameter the method does not have.",
+  FIELD_MISMATCH: "A field given both in the path and in the body has two different values.",
+  UNSUPPORTED_CONTENT_TYPE: "A REST request body was sent with a Content-Type other than application/json.",
+  REQUEST_TOO_LARGE: "The request body is larger than the server accepts (4 MiB).",
+  ROUTE_NOT_FOUND: "No REST route matches the request path.",
+  METHOD_NOT_ALLOWED: "The REST path exists, but not for this HTTP method.",
+  CRYPTO_KEY_NOT_FOUND: "No live key has the given id.",
+  CRYPTO_KEY_VERSION_NOT_FOUND: "The key has no version with the given number.",
+  CRYPTO_KEY_NAME_TAKEN: "Another live key of the namespace already has this name.",
+  CRYPTO_KEY_VERSION_NOT_ENABLED: "The operation needs an ENABLED version and the version is in another state.",
+  CRYPTO_KEY_VERSION_IS_PRIMARY: "The primary version cannot be disabled or destroyed; make another version primary first.",
+  CRYPTO_KEY_VERSION_STATE_TRANSITION: "The version's current state does not allow the requested transition.",
+  CIPHERTEXT_INVALID: "The ciphertext was altered, truncated, made with another key or checked with other additional authenticated data.",
+  INTERNAL: "A fault in the server; the message carries a request id to quote, the details are in the server log.",
+} as const;
+
+export type Reason = keyof typeof reasons;
+
+// ErrorInfo.domain: which product area raised the error.
+export type ErrorDomain = "kms" | "compute" | "cloudplane";

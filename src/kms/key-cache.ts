@@ -1,0 +1,75 @@
+import { createSecretKey } from "node:crypto";
+import type { KeyObject } from "node:crypto";
+import type { MasterKey } from "./master-key.js";
+import type { Algorithm, KeyAggregate, VersionState } from "./model.js";
+
+export interface CachedVersion {
+  readonly id: number;
+  readonly state: VersionState;
+  readonly algorithm: Algorithm;
+  readonly destroyAt: number | null;
+  // Unwrapped material, present only while the version is ENABLED: a disabled or scheduled version keeps no
+  // usable key in memory.
+  readonly secret: KeyObject | null;
+}
+
+export interface CachedKey {
+  readonly id: string;
+  // The key id as bytes, bound into every ciphertext's additional data; kept to avoid re-encoding per call.
+  readonly idBytes: Buffer;
+  readonly goneAt: number | null;
+  readonly versions: ReadonlyMap<number, CachedVersion>;
+}
+
+// What Encrypt and Decrypt read instead of storage. Every mutation of a key replaces its entry with the state
+// it just committed, so a disabled version stops working on the very next call. Bounded: the oldest entry
+// goes first and is reloaded from storage when needed again.
+export class KeyCache {
+  private readonly entries = new Map<string, CachedKey>();
+
+  constructor(
+    private readonly masterKey: MasterKey,
+    private readonly maxEntries: number,
+  ) {}
+
+  get(keyId: string): CachedKey | undefined {
+    return this.entries.get(keyId);
+  }
+
+  put(aggregate: KeyAggregate): CachedKey {
+    const versions = new Map<number, CachedVersion>();
+    for (const v of aggregate.versions) {
+      let secret: KeyObject | null = null;
+      if (v.state === "ENABLED" && v.wrappedMaterial !== null) {
+        const material = this.masterKey.unwrap(v.wrappedMaterial, v.keyId, v.id);
+        secret = createSecretKey(material);
+        material.fill(0);
+      }
+      versions.set(v.id, { id: v.id, state: v.state, algorithm: v.algorithm, destroyAt: v.destroyAt, secret });
+    }
+    const entry: CachedKey = {
+      id: aggregate.key.id,
+      idBytes: Buffer.from(aggregate.key.id),
+      goneAt: aggregate.key.goneAt,
+      versions,
+    };
+    this.entries.delete(entry.id);
+    this.entries.set(entry.id, entry);
+    if (this.entries.size > this.maxEntries) {
+      const oldest = this.entries.keys().next().value;
+      if (oldest !== undefined) this.entries.delete(oldest);
+    }
+    return entry;
+  }
+
+  delete(keyId: string): void {
+    this.entries.delete(keyId);
+  }
+}
+
+// The state to report for a cached version: a scheduled version whose time has come is DESTROYED.
+export function cachedState(version: CachedVersion, now: number): VersionState {
+  return version.state === "DESTROYED_SCHEDULED" && version.destroyAt !== null && version.destroyAt <= now
+    ? "DESTROYED"
+    : version.state;
+}

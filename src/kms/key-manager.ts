@@ -1,0 +1,324 @@
+import { randomBytes } from "node:crypto";
+import { DomainError, failedPrecondition, invalidArgument, notFound } from "../errors/domain-error.js";
+import type { Clock } from "../shared/clock.js";
+import type { KeyMutation, KeyPage, KmsStore } from "../storage/kms-store.js";
+import { ciphertextVersion, open, seal } from "./ciphertext.js";
+import { cachedState } from "./key-cache.js";
+import type { CachedKey, KeyCache } from "./key-cache.js";
+import type { MasterKey } from "./master-key.js";
+import { computeGoneAt, effectiveState, isGone, keyLengthBytes } from "./model.js";
+import type { Algorithm, CryptoKeyRecord, CryptoKeyVersionRecord, KeyAggregate } from "./model.js";
+import { applyTransition } from "./state-machine.js";
+import type { Transition } from "./state-machine.js";
+
+export interface KeyManagerSettings {
+  destroyGraceMs: number;
+}
+
+export interface NewKey {
+  parentId: string;
+  name: string;
+  description: string;
+  labels: string[];
+  rotationPeriodMs: number | null;
+  defaultAlgorithm: Algorithm;
+  owner: string;
+}
+
+// Only the fields named by an update mask are present.
+export interface KeyChanges {
+  name?: string;
+  description?: string;
+  labels?: string[];
+  rotationPeriodMs?: number | null;
+  nextRotationAt?: number | null;
+  defaultAlgorithm?: Algorithm;
+}
+
+export interface KeyView {
+  key: CryptoKeyRecord;
+  primary: CryptoKeyVersionRecord | null;
+}
+
+// One fixed text for every decryption failure, so the answer tells an attacker nothing.
+const INVALID_CIPHERTEXT =
+  "invalid: it was altered or truncated, or was not made with this key and this additional authenticated data";
+
+function newKeyId(): string {
+  // 20 characters of lowercase base32: opaque, URL-safe, 100 bits of randomness.
+  const alphabet = "abcdefghijklmnopqrstuvwxyz234567";
+  const bytes = randomBytes(20);
+  let id = "";
+  for (const b of bytes) id += alphabet[b & 31];
+  return id;
+}
+
+function keyNotFound(keyId: string): DomainError {
+  return notFound("kms", "CRYPTO_KEY_NOT_FOUND", { resourceType: "kms.v1.CryptoKey", resourceName: keyId }, `key ${keyId} not found`);
+}
+
+function versionNotFound(keyId: string, versionId: number): DomainError {
+  return notFound(
+    "kms",
+    "CRYPTO_KEY_VERSION_NOT_FOUND",
+    { resourceType: "kms.v1.CryptoKeyVersion", resourceName: `keys/${keyId}/versions/${versionId}` },
+    `key ${keyId} has no version ${versionId}`,
+  );
+}
+
+function notEnabled(keyId: string, versionId: number, state: string): DomainError {
+  return failedPrecondition(
+    "kms",
+    "CRYPTO_KEY_VERSION_NOT_ENABLED",
+    `keys/${keyId}/versions/${versionId}`,
+    `key version ${versionId} of key ${keyId} is not enabled, current state is: ${state}`,
+  );
+}
+
+function viewOf(aggregate: KeyAggregate): KeyView {
+  const primary = aggregate.versions.find((v) => v.id === aggregate.key.primaryVersionId) ?? null;
+  return { key: aggregate.key, primary };
+}
+
+// The key management domain: every rule of CONTRACT section 5 lives here, in terms of plain records.
+export class KeyManager {
+  constructor(
+    private readonly store: KmsStore,
+    private readonly cache: KeyCache,
+    private readonly masterKey: MasterKey,
+    private readonly clock: Clock,
+    private readonly settings: KeyManagerSettings,
+  ) {}
+
+  private newVersion(keyId: string, id: number, algorithm: Algorithm, now: number): CryptoKeyVersionRecord {
+    const material = randomBytes(keyLengthBytes[algorithm]);
+    const wrappedMaterial = this.masterKey.wrap(material, keyId, id);
+    material.fill(0);
+    return { keyId, id, state: "ENABLED", algorithm, createdAt: now, destroyAt: null, wrappedMaterial };
+  }
+
+  // Runs a decision on a live key and refreshes the cache with what was committed.
+  private async mutate<T>(keyId: string, decide: (current: KeyAggregate, now: number) => KeyMutation<T>) {
+    const now = this.clock.now();
+    const outcome = await this.store.mutateKey(keyId, now, (current) => {
+      if (isGone(current.key, now)) throw keyNotFound(keyId);
+      return decide(current, now);
+    });
+    if (outcome === null) throw keyNotFound(keyId);
+    this.cache.put(outcome.aggregate);
+    return outcome;
+  }
+
+  private async live(keyId: string): Promise<KeyAggregate> {
+    const aggregate = await this.store.getKey(keyId);
+    if (aggregate === null || isGone(aggregate.key, this.clock.now())) throw keyNotFound(keyId);
+    return aggregate;
+  }
+
+  async createKey(input: NewKey): Promise<KeyView> {
+    const now = this.clock.now();
+    const id = newKeyId();
+    const first = this.newVersion(id, 1, input.defaultAlgorithm, now);
+    const key: CryptoKeyRecord = {
+      id,
+      parentId: input.parentId,
+      name: input.name,
+      description: input.description,
+      owner: input.owner,
+      labels: input.labels,
+      rotationPeriodMs: input.rotationPeriodMs,
+      nextRotationAt: input.rotationPeriodMs === null ? null : now + input.rotationPeriodMs,
+      defaultAlgorithm: input.defaultAlgorithm,
+      primaryVersionId: 1,
+      nextVersionId: 2,
+      createdAt: now,
+      goneAt: null,
+    };
+    const aggregate = { key, versions: [first] };
+    await this.store.createKey(aggregate, now);
+    this.cache.put(aggregate);
+    return viewOf(aggregate);
+  }
+
+  async getKey(keyId: string): Promise<KeyView> {
+    return viewOf(await this.live(keyId));
+  }
+
+  listKeys(parentId: string, page: KeyPage): Promise<KeyView[]> {
+    return this.store.listKeys(parentId, this.clock.now(), page);
+  }
+
+  async updateKey(keyId: string, changes: KeyChanges): Promise<KeyView> {
+    const { aggregate } = await this.mutate(keyId, (current, now) => {
+      const key = { ...current.key, ...changes };
+      if (changes.rotationPeriodMs === null) {
+        key.nextRotationAt = null;
+      } else if (changes.rotationPeriodMs !== undefined && changes.nextRotationAt === undefined) {
+        key.nextRotationAt = now + changes.rotationPeriodMs;
+      }
+      if (key.nextRotationAt !== null && key.rotationPeriodMs === null) {
+        throw invalidArgument("kms", [
+          { field: "key.nextRotationTime", description: "a next rotation time needs a rotationPeriod" },
+        ]);
+      }
+      if (changes.nextRotationAt !== undefined && changes.nextRotationAt !== null && changes.nextRotationAt <= now) {
+        throw invalidArgument("kms", [{ field: "key.nextRotationTime", description: "must be in the future" }]);
+      }
+      return { key, versions: [], result: undefined };
+    });
+    return viewOf(aggregate);
+  }
+
+  async destroyKey(keyId: string): Promise<void> {
+    await this.mutate(keyId, (current, now) => {
+      // Every version not yet destroyed is scheduled, the primary included: that is what destroying a key means.
+      const versions = current.versions
+        .filter((v) => effectiveState(v, now) === "ENABLED" || effectiveState(v, now) === "DISABLED")
+        .map((v) => ({ ...v, state: "DESTROYED_SCHEDULED" as const, destroyAt: now + this.settings.destroyGraceMs }));
+      const merged = current.versions.map((v) => versions.find((s) => s.id === v.id) ?? v);
+      return { key: { ...current.key, goneAt: computeGoneAt(merged, now) }, versions, result: undefined };
+    });
+  }
+
+  async listVersions(keyId: string, page: KeyPage): Promise<CryptoKeyVersionRecord[]> {
+    await this.live(keyId);
+    return this.store.listVersions(keyId, page);
+  }
+
+  async createVersion(keyId: string, algorithm: Algorithm | null): Promise<CryptoKeyVersionRecord> {
+    const { result } = await this.mutate(keyId, (current, now) => {
+      const version = this.newVersion(keyId, current.key.nextVersionId, algorithm ?? current.key.defaultAlgorithm, now);
+      const key = { ...current.key, nextVersionId: version.id + 1, goneAt: null };
+      return { key, versions: [version], result: version };
+    });
+    return result;
+  }
+
+  async getVersion(keyId: string, versionId: number): Promise<CryptoKeyVersionRecord> {
+    const aggregate = await this.live(keyId);
+    const version = aggregate.versions.find((v) => v.id === versionId);
+    if (version === undefined) throw versionNotFound(keyId, versionId);
+    return version;
+  }
+
+  async transition(keyId: string, versionId: number, transition: Transition): Promise<CryptoKeyVersionRecord> {
+    const { result } = await this.mutate(keyId, (current, now) => {
+      const version = current.versions.find((v) => v.id === versionId);
+      if (version === undefined) throw versionNotFound(keyId, versionId);
+      const outcome = applyTransition(version, transition, {
+        now,
+        isPrimary: current.key.primaryVersionId === versionId,
+        destroyGraceMs: this.settings.destroyGraceMs,
+      });
+      const merged = current.versions.map((v) => (v.id === versionId ? outcome.version : v));
+      return {
+        key: { ...current.key, goneAt: computeGoneAt(merged, now) },
+        versions: outcome.changed ? [outcome.version] : [],
+        result: outcome.version,
+      };
+    });
+    return result;
+  }
+
+  async setPrimary(keyId: string, versionId: number): Promise<KeyView> {
+    const { aggregate } = await this.mutate(keyId, (current, now) => {
+      const version = current.versions.find((v) => v.id === versionId);
+      if (version === undefined) throw versionNotFound(keyId, versionId);
+      const state = effectiveState(version, now);
+      if (state !== "ENABLED") throw notEnabled(keyId, versionId, state);
+      return { key: { ...current.key, primaryVersionId: versionId }, versions: [], result: undefined };
+    });
+    return viewOf(aggregate);
+  }
+
+  // The hot path: a cache hit returns synchronously and touches no disk.
+  private cached(keyId: string): CachedKey | Promise<CachedKey> {
+    const hit = this.cache.get(keyId);
+    const entry = hit ?? this.load(keyId);
+    if (entry instanceof Promise) return entry;
+    if (entry.goneAt !== null && entry.goneAt <= this.clock.now()) throw keyNotFound(keyId);
+    return entry;
+  }
+
+  private async load(keyId: string): Promise<CachedKey> {
+    const aggregate = await this.store.getKey(keyId);
+    if (aggregate === null || isGone(aggregate.key, this.clock.now())) throw keyNotFound(keyId);
+    return this.cache.put(aggregate);
+  }
+
+  encrypt(keyId: string, versionId: number, plaintext: Uint8Array, aad: Uint8Array): Uint8Array | Promise<Uint8Array> {
+    const entry = this.cached(keyId);
+    if (entry instanceof Promise) return entry.then((e) => this.sealWith(e, versionId, plaintext, aad));
+    return this.sealWith(entry, versionId, plaintext, aad);
+  }
+
+  private sealWith(entry: CachedKey, versionId: number, plaintext: Uint8Array, aad: Uint8Array): Uint8Array {
+    const version = entry.versions.get(versionId);
+    if (version === undefined) throw versionNotFound(entry.id, versionId);
+    if (version.secret === null) throw notEnabled(entry.id, versionId, cachedState(version, this.clock.now()));
+    return seal(version.algorithm, version.secret, entry.idBytes, versionId, plaintext, aad);
+  }
+
+  decrypt(keyId: string, ciphertext: Uint8Array, aad: Uint8Array): { versionId: number; plaintext: Uint8Array } | Promise<{ versionId: number; plaintext: Uint8Array }> {
+    const entry = this.cached(keyId);
+    if (entry instanceof Promise) return entry.then((e) => this.openWith(e, ciphertext, aad));
+    return this.openWith(entry, ciphertext, aad);
+  }
+
+  private openWith(entry: CachedKey, ciphertext: Uint8Array, aad: Uint8Array): { versionId: number; plaintext: Uint8Array } {
+    const versionId = ciphertextVersion(ciphertext);
+    const version = versionId === null ? undefined : entry.versions.get(versionId);
+    // A ciphertext naming a version this key never had is as invalid as a tampered one: same answer.
+    if (versionId === null || version === undefined) throw invalidCiphertext();
+    if (version.secret === null) throw notEnabled(entry.id, versionId, cachedState(version, this.clock.now()));
+    const plaintext = open(version.algorithm, version.secret, entry.idBytes, ciphertext, aad);
+    if (plaintext === null) throw invalidCiphertext();
+    return { versionId, plaintext };
+  }
+
+  // Erases the material of every version whose destroyAt has passed. Returns how many keys it touched.
+  async sweepDestroyed(limit = 100): Promise<number> {
+    const now = this.clock.now();
+    const keyIds = await this.store.keysWithDueDestruction(now, limit);
+    for (const keyId of keyIds) {
+      const outcome = await this.store.mutateKey(keyId, now, (current) => {
+        const versions = current.versions
+          .filter((v) => v.state === "DESTROYED_SCHEDULED" && v.destroyAt !== null && v.destroyAt <= now)
+          .map((v) => ({ ...v, state: "DESTROYED" as const, wrappedMaterial: null }));
+        const merged = current.versions.map((v) => versions.find((d) => d.id === v.id) ?? v);
+        return { key: { ...current.key, goneAt: computeGoneAt(merged, now) }, versions, result: undefined };
+      });
+      if (outcome !== null) this.cache.put(outcome.aggregate);
+    }
+    return keyIds.length;
+  }
+
+  // Creates a new primary version for every key whose rotation time has come.
+  async rotateDue(limit = 100): Promise<number> {
+    const now = this.clock.now();
+    const keyIds = await this.store.keysWithDueRotation(now, limit);
+    for (const keyId of keyIds) {
+      const outcome = await this.store.mutateKey(keyId, now, (current) => {
+        const { key } = current;
+        if (key.rotationPeriodMs === null || key.nextRotationAt === null || key.nextRotationAt > now || key.goneAt !== null) {
+          return { key, versions: [], result: undefined };
+        }
+        const version = this.newVersion(keyId, key.nextVersionId, key.defaultAlgorithm, now);
+        // After a long outage the schedule restarts from now instead of rotating once per missed period.
+        let next = key.nextRotationAt + key.rotationPeriodMs;
+        if (next <= now) next = now + key.rotationPeriodMs;
+        return {
+          key: { ...key, nextVersionId: version.id + 1, primaryVersionId: version.id, nextRotationAt: next },
+          versions: [version],
+          result: undefined,
+        };
+      });
+      if (outcome !== null) this.cache.put(outcome.aggregate);
+    }
+    return keyIds.length;
+  }
+}
+
+function invalidCiphertext(): DomainError {
+  return invalidArgument("kms", [{ field: "ciphertext", description: INVALID_CIPHERTEXT }], "CIPHERTEXT_INVALID");
+}

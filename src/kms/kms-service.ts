@@ -1,0 +1,200 @@
+import type { ServiceImpl } from "@connectrpc/connect";
+import type { KeyManagerService } from "../../gen/kms/v1/kms_pb.js";
+import type { Clock } from "../shared/clock.js";
+import { principalKey } from "../transport/context.js";
+import type { KeyChanges, KeyManager } from "./key-manager.js";
+import {
+  Violations,
+  algorithmOf,
+  checkData,
+  checkDescription,
+  checkKeyId,
+  checkLabels,
+  checkName,
+  checkParentId,
+  checkVersionId,
+  maskPathsOf,
+  pageOf,
+  rotationPeriodOf,
+} from "./request-validation.js";
+import { keyToProto, versionToProto } from "./to-proto.js";
+import { timestampMs } from "@bufbuild/protobuf/wkt";
+
+export interface KmsServiceSettings {
+  minRotationMs: number;
+}
+
+// The transport side of key management: checks the fields of each request, calls the KeyManager, and turns
+// its records into messages. No rule of the domain lives here.
+export function createKmsService(
+  manager: KeyManager,
+  clock: Clock,
+  settings: KmsServiceSettings,
+): ServiceImpl<typeof KeyManagerService> {
+  function versionTarget(req: { keyId: string; keyVersionId: number }): void {
+    const v = new Violations();
+    checkKeyId(v, "keyId", req.keyId);
+    checkVersionId(v, req.keyVersionId);
+    v.throwIfAny();
+  }
+
+  return {
+    encrypt(req) {
+      // Validation is inlined on the hot path: no allocation unless something is wrong.
+      if (req.keyId === "" || req.keyVersionId < 1 || req.plaintext.length === 0 || req.plaintext.length > 65536 || req.additionalAuthenticatedData.length > 65536) {
+        const v = new Violations();
+        checkKeyId(v, "keyId", req.keyId);
+        checkVersionId(v, req.keyVersionId);
+        checkData(v, "plaintext", req.plaintext, true);
+        checkData(v, "additionalAuthenticatedData", req.additionalAuthenticatedData, false);
+        v.throwIfAny();
+      }
+      const sealed = manager.encrypt(req.keyId, req.keyVersionId, req.plaintext, req.additionalAuthenticatedData);
+      const respond = (ciphertext: Uint8Array) => ({ keyId: req.keyId, keyVersionId: req.keyVersionId, ciphertext });
+      return sealed instanceof Promise ? sealed.then(respond) : respond(sealed);
+    },
+
+    decrypt(req) {
+      if (req.keyId === "" || req.ciphertext.length === 0 || req.additionalAuthenticatedData.length > 65536) {
+        const v = new Violations();
+        checkKeyId(v, "keyId", req.keyId);
+        checkData(v, "ciphertext", req.ciphertext, true);
+        checkData(v, "additionalAuthenticatedData", req.additionalAuthenticatedData, false);
+        v.throwIfAny();
+      }
+      const opened = manager.decrypt(req.keyId, req.ciphertext, req.additionalAuthenticatedData);
+      const respond = (r: { versionId: number; plaintext: Uint8Array }) => ({ keyId: req.keyId, keyVersionId: r.versionId, plaintext: r.plaintext });
+      return opened instanceof Promise ? opened.then(respond) : respond(opened);
+    },
+
+    async listCryptoKeys(req) {
+      const v = new Violations();
+      checkParentId(v, req.parentId);
+      const page = pageOf(v, req.page);
+      v.throwIfAny();
+      const now = clock.now();
+      const keys = await manager.listKeys(req.parentId, page);
+      return { keys: keys.map((k) => keyToProto(k, now)) };
+    },
+
+    async createCryptoKey(req, context) {
+      const v = new Violations();
+      checkParentId(v, req.parentId);
+      checkName(v, "name", req.name);
+      checkDescription(v, "description", req.description);
+      checkLabels(v, "labels", req.labels);
+      const rotationPeriodMs = rotationPeriodOf(v, "rotationPeriod", req.rotationPeriod, settings.minRotationMs);
+      const algorithm = algorithmOf(v, "defaultAlgorithm", req.defaultAlgorithm);
+      v.throwIfAny();
+      const view = await manager.createKey({
+        parentId: req.parentId,
+        name: req.name,
+        description: req.description,
+        labels: req.labels,
+        rotationPeriodMs,
+        defaultAlgorithm: algorithm ?? "AES_256",
+        owner: context.values.get(principalKey),
+      });
+      return keyToProto(view, clock.now());
+    },
+
+    async updateCryptoKey(req) {
+      const v = new Violations();
+      const key = req.key;
+      if (key === undefined) v.add("key", "is required");
+      else checkKeyId(v, "key.id", key.id);
+      const paths = maskPathsOf(v, req.updateMask);
+      const changes: KeyChanges = {};
+      if (key !== undefined) {
+        if (paths.has("name")) {
+          checkName(v, "key.name", key.name);
+          changes.name = key.name;
+        }
+        if (paths.has("description")) {
+          checkDescription(v, "key.description", key.description);
+          changes.description = key.description;
+        }
+        if (paths.has("labels")) {
+          checkLabels(v, "key.labels", key.labels);
+          changes.labels = key.labels;
+        }
+        if (paths.has("rotation_period")) {
+          // An empty value under the mask clears the period and stops rotation.
+          changes.rotationPeriodMs = rotationPeriodOf(v, "key.rotationPeriod", key.rotationPeriod, settings.minRotationMs);
+        }
+        if (paths.has("next_rotation_time")) {
+          changes.nextRotationAt = key.nextRotationTime === undefined ? null : timestampMs(key.nextRotationTime);
+        }
+        if (paths.has("default_algorithm")) {
+          changes.defaultAlgorithm = algorithmOf(v, "key.defaultAlgorithm", key.defaultAlgorithm) ?? "AES_256";
+        }
+      }
+      v.throwIfAny();
+      const view = await manager.updateKey(key!.id, changes);
+      return keyToProto(view, clock.now());
+    },
+
+    async getCryptoKey(req) {
+      const v = new Violations();
+      checkKeyId(v, "keyId", req.keyId);
+      v.throwIfAny();
+      return keyToProto(await manager.getKey(req.keyId), clock.now());
+    },
+
+    async destroyCryptoKey(req) {
+      const v = new Violations();
+      checkKeyId(v, "keyId", req.keyId);
+      v.throwIfAny();
+      await manager.destroyKey(req.keyId);
+      return {};
+    },
+
+    async listCryptoKeyVersions(req) {
+      const v = new Violations();
+      checkKeyId(v, "keyId", req.keyId);
+      const page = pageOf(v, req.page);
+      v.throwIfAny();
+      const now = clock.now();
+      const versions = await manager.listVersions(req.keyId, page);
+      return { versions: versions.map((r) => versionToProto(r, now)) };
+    },
+
+    async createCryptoKeyVersion(req) {
+      const v = new Violations();
+      checkKeyId(v, "keyId", req.keyId);
+      const algorithm = algorithmOf(v, "algorithm", req.algorithm);
+      v.throwIfAny();
+      return versionToProto(await manager.createVersion(req.keyId, algorithm), clock.now());
+    },
+
+    async getCryptoKeyVersion(req) {
+      versionTarget(req);
+      return versionToProto(await manager.getVersion(req.keyId, req.keyVersionId), clock.now());
+    },
+
+    async destroyCryptoKeyVersion(req) {
+      versionTarget(req);
+      return versionToProto(await manager.transition(req.keyId, req.keyVersionId, "destroy"), clock.now());
+    },
+
+    async disableCryptoKeyVersion(req) {
+      versionTarget(req);
+      return versionToProto(await manager.transition(req.keyId, req.keyVersionId, "disable"), clock.now());
+    },
+
+    async enableCryptoKeyVersion(req) {
+      versionTarget(req);
+      return versionToProto(await manager.transition(req.keyId, req.keyVersionId, "enable"), clock.now());
+    },
+
+    async updateCryptoKeyPrimaryVersion(req) {
+      versionTarget(req);
+      return keyToProto(await manager.setPrimary(req.keyId, req.keyVersionId), clock.now());
+    },
+
+    async restoreCryptoKeyVersion(req) {
+      versionTarget(req);
+      return versionToProto(await manager.transition(req.keyId, req.keyVersionId, "restore"), clock.now());
+    },
+  };
+}

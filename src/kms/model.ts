@@ -1,0 +1,66 @@
+// The key management domain model: plain data, no protocol types. Times are epoch milliseconds.
+
+export const algorithms = ["AES_128", "AES_192", "AES_256"] as const;
+export type Algorithm = (typeof algorithms)[number];
+
+export const versionStates = ["ENABLED", "DISABLED", "DESTROYED_SCHEDULED", "DESTROYED"] as const;
+export type VersionState = (typeof versionStates)[number];
+
+export const keyLengthBytes: Record<Algorithm, number> = { AES_128: 16, AES_192: 24, AES_256: 32 };
+
+export interface CryptoKeyRecord {
+  id: string;
+  parentId: string;
+  name: string;
+  description: string;
+  owner: string;
+  labels: string[];
+  rotationPeriodMs: number | null;
+  nextRotationAt: number | null;
+  defaultAlgorithm: Algorithm;
+  primaryVersionId: number | null;
+  // Version ids are never reused, so the next one is stored rather than derived from the versions left.
+  nextVersionId: number;
+  createdAt: number;
+  // When every version is scheduled for destruction or destroyed: the moment the last one is destroyed. The
+  // key is gone (not found, name free) from then on. Null while any version is ENABLED or DISABLED.
+  goneAt: number | null;
+}
+
+export interface CryptoKeyVersionRecord {
+  keyId: string;
+  id: number;
+  state: VersionState;
+  algorithm: Algorithm;
+  createdAt: number;
+  destroyAt: number | null;
+  // Key material wrapped by the master key; null once destroyed.
+  wrappedMaterial: Uint8Array | null;
+}
+
+export interface KeyAggregate {
+  key: CryptoKeyRecord;
+  versions: CryptoKeyVersionRecord[];
+}
+
+// A version whose destroyAt has passed is destroyed at once, even if the sweeper has not erased it yet.
+export function effectiveState(version: CryptoKeyVersionRecord, now: number): VersionState {
+  if (version.state === "DESTROYED_SCHEDULED" && version.destroyAt !== null && version.destroyAt <= now) {
+    return "DESTROYED";
+  }
+  return version.state;
+}
+
+export function isGone(key: CryptoKeyRecord, now: number): boolean {
+  return key.goneAt !== null && key.goneAt <= now;
+}
+
+// Recomputes goneAt after the versions changed.
+export function computeGoneAt(versions: CryptoKeyVersionRecord[], now: number): number | null {
+  let last = 0;
+  for (const v of versions) {
+    if (v.state === "ENABLED" || v.state === "DISABLED") return null;
+    last = Math.max(last, v.state === "DESTROYED_SCHEDULED" ? (v.destroyAt ?? now) : now);
+  }
+  return versions.length === 0 ? null : last;
+}

@@ -1,0 +1,125 @@
+import type { Duration, FieldMask } from "@bufbuild/protobuf/wkt";
+import type { FieldViolation } from "../errors/domain-error.js";
+import { invalidArgument } from "../errors/domain-error.js";
+import { CryptoKeyVersion_Algorithm } from "../../gen/kms/v1/kms_pb.js";
+import type { Page } from "../../gen/kms/v1/kms_pb.js";
+import type { Algorithm } from "./model.js";
+import type { KeyPage } from "../storage/kms-store.js";
+
+// Field rules of CONTRACT section 5. Each check adds one violation naming the field by its JSON path, and the
+// request fails with all of them at once, so a caller fixes everything in one round.
+
+export const MAX_DATA_BYTES = 64 * 1024;
+const MAX_ROTATION_MS = 100 * 365.25 * 24 * 3600 * 1000;
+const PARENT_ID = /^[A-Za-z0-9._-]{1,64}$/;
+// Printable: no control, format, surrogate or unassigned characters.
+const PRINTABLE = /^[^\p{C}]+$/u;
+
+export class Violations {
+  readonly list: FieldViolation[] = [];
+
+  add(field: string, description: string): void {
+    this.list.push({ field, description });
+  }
+
+  throwIfAny(): void {
+    if (this.list.length > 0) throw invalidArgument("kms", this.list);
+  }
+}
+
+export function checkParentId(v: Violations, parentId: string): void {
+  if (parentId === "") v.add("parentId", "is required");
+  else if (!PARENT_ID.test(parentId)) v.add("parentId", "must be 1 to 64 characters of letters, digits, '.', '_' and '-'");
+}
+
+export function checkKeyId(v: Violations, field: string, keyId: string): void {
+  if (keyId === "") v.add(field, "is required");
+}
+
+export function checkVersionId(v: Violations, versionId: number): void {
+  if (versionId < 1) v.add("keyVersionId", `must be at least 1, got ${versionId}`);
+}
+
+export function checkName(v: Violations, field: string, name: string): void {
+  if ([...name].length > 100) v.add(field, "must be at most 100 characters");
+}
+
+export function checkDescription(v: Violations, field: string, description: string): void {
+  if ([...description].length > 1024) v.add(field, "must be at most 1024 characters");
+}
+
+export function checkLabels(v: Violations, field: string, labels: string[]): void {
+  if (labels.length > 64) v.add(field, `must hold at most 64 labels, got ${labels.length}`);
+  const seen = new Set<string>();
+  labels.forEach((label, i) => {
+    const length = [...label].length;
+    if (length < 1 || length > 128) v.add(`${field}[${i}]`, "must be 1 to 128 characters");
+    else if (!PRINTABLE.test(label)) v.add(`${field}[${i}]`, "must contain printable characters only");
+    else if (seen.has(label)) v.add(`${field}[${i}]`, `duplicates label "${label}"`);
+    seen.add(label);
+  });
+}
+
+export function algorithmOf(v: Violations, field: string, value: CryptoKeyVersion_Algorithm): Algorithm | null {
+  switch (value) {
+    case CryptoKeyVersion_Algorithm.ALGORITHM_UNSPECIFIED:
+      return null;
+    case CryptoKeyVersion_Algorithm.AES_128:
+      return "AES_128";
+    case CryptoKeyVersion_Algorithm.AES_192:
+      return "AES_192";
+    case CryptoKeyVersion_Algorithm.AES_256:
+      return "AES_256";
+    default:
+      v.add(field, "must be one of ALGORITHM_UNSPECIFIED, AES_128, AES_192, AES_256");
+      return null;
+  }
+}
+
+export function rotationPeriodOf(v: Violations, field: string, period: Duration | undefined, minMs: number): number | null {
+  if (period === undefined) return null;
+  const ms = Number(period.seconds) * 1000 + Math.trunc(period.nanos / 1e6);
+  if (ms < minMs || ms > MAX_ROTATION_MS) {
+    v.add(field, `must be between ${minMs / 1000}s and ${MAX_ROTATION_MS / 1000}s (100 years), got ${ms / 1000}s`);
+    return null;
+  }
+  return ms;
+}
+
+export function pageOf(v: Violations, page: Page | undefined): KeyPage {
+  const limit = page?.limit ?? 0;
+  const offset = page?.offset ?? 0;
+  if (limit < 0 || limit > 1000) v.add("page.limit", `must be between 0 and 1000 (0 means 100), got ${limit}`);
+  if (offset < 0) v.add("page.offset", `must be at least 0, got ${offset}`);
+  return { limit: limit === 0 ? 100 : limit, offset };
+}
+
+export function checkData(v: Violations, field: string, data: Uint8Array, required: boolean): void {
+  if (required && data.length === 0) v.add(field, "is required and must not be empty");
+  if (data.length > MAX_DATA_BYTES) v.add(field, `must be at most ${MAX_DATA_BYTES} bytes, got ${data.length}`);
+}
+
+export const updatablePaths = [
+  "name",
+  "description",
+  "labels",
+  "rotation_period",
+  "next_rotation_time",
+  "default_algorithm",
+] as const;
+export type UpdatablePath = (typeof updatablePaths)[number];
+
+// FieldMask paths arrive as proto names from binary callers and as lowerCamel from some JSON clients.
+export function maskPathsOf(v: Violations, mask: FieldMask | undefined): Set<UpdatablePath> {
+  const paths = new Set<UpdatablePath>();
+  if (mask === undefined || mask.paths.length === 0) {
+    v.add("updateMask", "is required and must name at least one field: name, description, labels, rotationPeriod, nextRotationTime, defaultAlgorithm");
+    return paths;
+  }
+  for (const raw of mask.paths) {
+    const path = raw.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+    if ((updatablePaths as readonly string[]).includes(path)) paths.add(path as UpdatablePath);
+    else v.add("updateMask", `cannot update "${raw}"; allowed: name, description, labels, rotationPeriod, nextRotationTime, defaultAlgorithm`);
+  }
+  return paths;
+}

@@ -1,0 +1,132 @@
+import { randomBytes } from "node:crypto";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { DomainError } from "../../src/errors/domain-error.js";
+import { KeyCache } from "../../src/kms/key-cache.js";
+import { KeyManager } from "../../src/kms/key-manager.js";
+import { MasterKey } from "../../src/kms/master-key.js";
+import { openDatabase } from "../../src/storage/sqlite/database.js";
+import { SqliteKmsStore } from "../../src/storage/sqlite/sqlite-kms-store.js";
+import { FakeClock } from "../support/fake-clock.js";
+import { tempDir } from "../support/temp-dir.js";
+
+const DAY = 24 * 3600 * 1000;
+const GRACE = 7 * DAY;
+
+function reason(fn: () => unknown): Promise<string> {
+  return Promise.resolve()
+    .then(fn)
+    .then(
+      () => "no error",
+      (e: unknown) => (e instanceof DomainError ? e.detail.reason : `unexpected ${String(e)}`),
+    );
+}
+
+describe("KeyManager on the SQLite store", () => {
+  let dir: ReturnType<typeof tempDir>;
+  let store: SqliteKmsStore;
+  let clock: FakeClock;
+  let manager: KeyManager;
+
+  const newKey = (name = "", parentId = "ns") =>
+    manager.createKey({ parentId, name, description: "", labels: [], rotationPeriodMs: null, defaultAlgorithm: "AES_256", owner: "alice" });
+
+  beforeEach(() => {
+    dir = tempDir();
+    store = new SqliteKmsStore(openDatabase(dir.path));
+    clock = new FakeClock();
+    const master = new MasterKey(randomBytes(32));
+    manager = new KeyManager(store, new KeyCache(master, 1000), master, clock, { destroyGraceMs: GRACE });
+  });
+
+  afterEach(async () => {
+    await store.close();
+    dir.remove();
+  });
+
+  it("creates a key with version 1 ENABLED and primary, and stores only wrapped material", async () => {
+    const view = await newKey("payments");
+    expect(view.primary?.id).toBe(1);
+    expect(view.primary?.state).toBe("ENABLED");
+    const stored = await store.getKey(view.key.id);
+    expect(stored?.versions[0]?.wrappedMaterial?.length).toBe(12 + 32 + 16);
+  });
+
+  it("keeps names unique among live keys of a namespace, and frees them once the key is gone", async () => {
+    const first = await newKey("dup");
+    expect(await reason(() => newKey("dup"))).toBe("CRYPTO_KEY_NAME_TAKEN");
+    await newKey("dup", "other-namespace");
+    await manager.destroyKey(first.key.id);
+    expect(await reason(() => newKey("dup"))).toBe("CRYPTO_KEY_NAME_TAKEN");
+    clock.advance(GRACE);
+    expect(await reason(() => manager.getKey(first.key.id))).toBe("CRYPTO_KEY_NOT_FOUND");
+    expect((await newKey("dup")).key.name).toBe("dup");
+  });
+
+  it("stops decrypting with a disabled version on the very next call", async () => {
+    const { key } = await newKey();
+    const v2 = await manager.createVersion(key.id, null);
+    const sealed = await manager.encrypt(key.id, v2.id, Buffer.from("x"), new Uint8Array());
+    await manager.transition(key.id, v2.id, "disable");
+    expect(await reason(() => manager.decrypt(key.id, sealed, new Uint8Array()))).toBe("CRYPTO_KEY_VERSION_NOT_ENABLED");
+    await manager.transition(key.id, v2.id, "enable");
+    const opened = await manager.decrypt(key.id, sealed, new Uint8Array());
+    expect(Buffer.from(opened.plaintext).toString()).toBe("x");
+  });
+
+  it("sweeps past destroyAt: the version becomes DESTROYED and its material is erased", async () => {
+    const { key } = await newKey();
+    const v2 = await manager.createVersion(key.id, "AES_128");
+    const sealed = await manager.encrypt(key.id, 2, Buffer.from("secret"), new Uint8Array());
+    const scheduled = await manager.transition(key.id, v2.id, "destroy");
+    expect(scheduled.destroyAt).toBe(clock.now() + GRACE);
+    clock.advance(GRACE);
+    expect(await reason(() => manager.transition(key.id, 2, "restore"))).toBe("CRYPTO_KEY_VERSION_STATE_TRANSITION");
+    expect(await manager.sweepDestroyed()).toBe(1);
+    const stored = await store.getKey(key.id);
+    expect(stored?.versions[1]).toMatchObject({ state: "DESTROYED", wrappedMaterial: null });
+    expect(await reason(() => manager.decrypt(key.id, sealed, new Uint8Array()))).toBe("CRYPTO_KEY_VERSION_NOT_ENABLED");
+    expect(await manager.sweepDestroyed()).toBe(0);
+  });
+
+  it("rotates by the clock: a new primary version and the next time advanced by the period", async () => {
+    const view = await manager.createKey({ parentId: "ns", name: "", description: "", labels: [], rotationPeriodMs: DAY, defaultAlgorithm: "AES_192", owner: "a" });
+    expect(view.key.nextRotationAt).toBe(clock.now() + DAY);
+    clock.advance(DAY - 1);
+    expect(await manager.rotateDue()).toBe(0);
+    clock.advance(1);
+    expect(await manager.rotateDue()).toBe(1);
+    const rotated = await manager.getKey(view.key.id);
+    expect(rotated.primary).toMatchObject({ id: 2, algorithm: "AES_192", state: "ENABLED" });
+    expect(rotated.key.nextRotationAt).toBe(view.key.createdAt + 2 * DAY);
+    // Clearing the period stops rotation.
+    await manager.updateKey(view.key.id, { rotationPeriodMs: null });
+    clock.advance(10 * DAY);
+    expect(await manager.rotateDue()).toBe(0);
+  });
+
+  it("destroys a whole key: every version scheduled, no encryption, and restore brings it back", async () => {
+    const { key } = await newKey();
+    await manager.createVersion(key.id, null);
+    await manager.destroyKey(key.id);
+    expect(await reason(() => manager.encrypt(key.id, 1, Buffer.from("x"), new Uint8Array()))).toBe("CRYPTO_KEY_VERSION_NOT_ENABLED");
+    await manager.transition(key.id, 1, "restore");
+    await manager.transition(key.id, 1, "enable");
+    await manager.encrypt(key.id, 1, Buffer.from("x"), new Uint8Array());
+    clock.advance(GRACE);
+    await manager.sweepDestroyed();
+    expect((await manager.getKey(key.id)).key.goneAt).toBeNull();
+  });
+
+  it("pages keys by creation time and versions by id", async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      ids.push((await newKey(`k${i}`)).key.id);
+      clock.advance(1);
+    }
+    const page = await manager.listKeys("ns", { limit: 2, offset: 1 });
+    expect(page.map((k) => k.key.id)).toEqual(ids.slice(1, 3));
+    for (let i = 0; i < 3; i++) await manager.createVersion(ids[0]!, null);
+    const versions = await manager.listVersions(ids[0]!, { limit: 2, offset: 2 });
+    expect(versions.map((v) => v.id)).toEqual([3, 4]);
+  });
+});
