@@ -1,0 +1,105 @@
+import { parseArgs } from "node:util";
+import { shippedCatalogPath } from "./compute/catalog/load-catalog.js";
+
+// Every setting, with its flag, its environment variable and its default, read and validated in one place.
+// `--help` prints this table, so it is the operator's reference.
+interface SettingSpec {
+  flag: string;
+  env: string;
+  description: string;
+  default: string;
+}
+
+const specs = {
+  port: { flag: "port", env: "PORT", description: "TCP port for every protocol", default: "8080" },
+  host: { flag: "host", env: "HOST", description: "address to listen on", default: "0.0.0.0" },
+  dataDir: { flag: "data-dir", env: "DATA_DIR", description: "directory of the embedded store and generated master key", default: "./data" },
+  masterKeyFile: { flag: "master-key-file", env: "MASTER_KEY_FILE", description: "file holding the 32-byte master key (raw or base64); default <data-dir>/master.key, created on first start", default: "" },
+  masterKey: { flag: "master-key", env: "MASTER_KEY", description: "the master key itself, base64 of 32 bytes (overrides the file)", default: "" },
+  tlsCertFile: { flag: "tls-cert-file", env: "TLS_CERT_FILE", description: "PEM certificate chain; with --tls-key-file serves TLS with ALPN h2 and http/1.1", default: "" },
+  tlsKeyFile: { flag: "tls-key-file", env: "TLS_KEY_FILE", description: "PEM private key for --tls-cert-file", default: "" },
+  logLevel: { flag: "log-level", env: "LOG_LEVEL", description: "trace, debug, info, warn, error or fatal", default: "info" },
+  destroyGraceSeconds: { flag: "destroy-grace-seconds", env: "DESTROY_GRACE_SECONDS", description: "time between destroying a key version and erasing its material", default: String(30 * 24 * 3600) },
+  minRotationSeconds: { flag: "min-rotation-seconds", env: "MIN_ROTATION_SECONDS", description: "shortest rotation period a key may have", default: String(24 * 3600) },
+  sweepIntervalSeconds: { flag: "sweep-interval-seconds", env: "SWEEP_INTERVAL_SECONDS", description: "how often due destructions and rotations are carried out", default: "10" },
+  keyCacheSize: { flag: "key-cache-size", env: "KEY_CACHE_SIZE", description: "keys whose unwrapped material is kept in memory", default: "100000" },
+  shutdownTimeoutSeconds: { flag: "shutdown-timeout-seconds", env: "SHUTDOWN_TIMEOUT_SECONDS", description: "how long SIGTERM waits for in-flight calls", default: "30" },
+  corsAllowedOrigins: { flag: "cors-allowed-origins", env: "CORS_ALLOWED_ORIGINS", description: "comma-separated browser origins allowed to call, or *", default: "*" },
+  catalogFile: { flag: "catalog", env: "CATALOG_FILE", description: "JSON file of the platform catalog (service instances, clusters, flavors); none means the shipped catalog/default-catalog.json", default: "" },
+  providerDelayMs: { flag: "provider-delay-ms", env: "PROVIDER_DELAY_MS", description: "time the simulated provider takes to bring one node up or down", default: "1000" },
+  taskConcurrency: { flag: "task-concurrency", env: "TASK_CONCURRENCY", description: "node pool tasks one server runs at the same time", default: "16" },
+} satisfies Record<string, SettingSpec>;
+
+export interface Config {
+  port: number;
+  host: string;
+  dataDir: string;
+  masterKeyFile: string;
+  masterKey: string;
+  tlsCertFile: string;
+  tlsKeyFile: string;
+  logLevel: string;
+  destroyGraceMs: number;
+  minRotationMs: number;
+  sweepIntervalMs: number;
+  keyCacheSize: number;
+  shutdownTimeoutMs: number;
+  corsAllowedOrigins: string[];
+  catalogFile: string;
+  providerDelayMs: number;
+  taskConcurrency: number;
+}
+
+export class ConfigError extends Error {}
+
+const logLevels = ["trace", "debug", "info", "warn", "error", "fatal", "silent"];
+
+function integer(name: keyof typeof specs, raw: string, min: number, max: number): number {
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min || n > max) {
+    throw new ConfigError(`--${specs[name].flag} (${specs[name].env}) must be an integer from ${min} to ${max}, got "${raw}"`);
+  }
+  return n;
+}
+
+export function helpText(): string {
+  const rows = Object.values(specs).map((s) => `  --${s.flag.padEnd(26)} ${s.env.padEnd(26)} ${s.description} (default: ${s.default || "none"})`);
+  return ["Usage: cloudplane [flags]", "", "  flag                         environment variable", ...rows, "  --help                       print this text", ""].join("\n");
+}
+
+// Flags win over environment variables, which win over defaults.
+export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config | "help" {
+  const options: Record<string, { type: "string" | "boolean" }> = { help: { type: "boolean" } };
+  for (const s of Object.values(specs)) options[s.flag] = { type: "string" };
+  const values: Record<string, string | boolean | undefined> = parseArgs({ args: argv, options, strict: true }).values;
+  if (values.help === true) return "help";
+  const raw = (name: keyof typeof specs): string => {
+    const spec = specs[name];
+    const fromFlag = values[spec.flag];
+    return typeof fromFlag === "string" ? fromFlag : (env[spec.env] ?? spec.default);
+  };
+  const logLevel = raw("logLevel");
+  if (!logLevels.includes(logLevel)) throw new ConfigError(`--log-level must be one of ${logLevels.join(", ")}, got "${logLevel}"`);
+  const tlsCertFile = raw("tlsCertFile");
+  const tlsKeyFile = raw("tlsKeyFile");
+  if ((tlsCertFile === "") !== (tlsKeyFile === "")) throw new ConfigError("--tls-cert-file and --tls-key-file go together");
+  return {
+    port: integer("port", raw("port"), 0, 65535),
+    host: raw("host"),
+    dataDir: raw("dataDir"),
+    masterKeyFile: raw("masterKeyFile"),
+    masterKey: raw("masterKey"),
+    tlsCertFile,
+    tlsKeyFile,
+    logLevel,
+    destroyGraceMs: integer("destroyGraceSeconds", raw("destroyGraceSeconds"), 0, 10 * 365 * 24 * 3600) * 1000,
+    minRotationMs: integer("minRotationSeconds", raw("minRotationSeconds"), 1, 100 * 365 * 24 * 3600) * 1000,
+    sweepIntervalMs: integer("sweepIntervalSeconds", raw("sweepIntervalSeconds"), 1, 24 * 3600) * 1000,
+    keyCacheSize: integer("keyCacheSize", raw("keyCacheSize"), 1, 100_000_000),
+    shutdownTimeoutMs: integer("shutdownTimeoutSeconds", raw("shutdownTimeoutSeconds"), 0, 3600) * 1000,
+    corsAllowedOrigins: raw("corsAllowedOrigins").split(",").map((o) => o.trim()).filter((o) => o !== ""),
+    catalogFile: raw("catalogFile") === "" ? shippedCatalogPath() : raw("catalogFile"),
+    providerDelayMs: integer("providerDelayMs", raw("providerDelayMs"), 0, 3_600_000),
+    taskConcurrency: integer("taskConcurrency", raw("taskConcurrency"), 1, 1000),
+  };
+}

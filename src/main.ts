@@ -1,0 +1,46 @@
+import { ConfigError, helpText, loadConfig } from "./config.js";
+import { createLogger } from "./logger.js";
+import { build } from "./server.js";
+
+// Reads the settings, starts the server, and stops it gracefully on SIGTERM or SIGINT.
+async function main(): Promise<void> {
+  let config;
+  try {
+    config = loadConfig(process.argv.slice(2), process.env);
+  } catch (err) {
+    process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n\n${helpText()}`);
+    process.exit(2);
+  }
+  if (config === "help") {
+    process.stdout.write(helpText());
+    return;
+  }
+  const logger = createLogger(config.logLevel);
+  const app = build(config, logger);
+  const port = await app.listen();
+  logger.info({ port, dataDir: config.dataDir, tls: config.tlsCertFile !== "" }, "cloudplane listening");
+  let stopping = false;
+  const stop = (signal: string): void => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, "shutting down: finishing in-flight calls");
+    app.close().then(
+      () => {
+        logger.info("stopped");
+        process.exit(0);
+      },
+      (err: unknown) => {
+        logger.error({ err }, "shutdown failed");
+        process.exit(1);
+      },
+    );
+  };
+  process.on("SIGTERM", () => stop("SIGTERM"));
+  process.on("SIGINT", () => stop("SIGINT"));
+}
+
+main().catch((err: unknown) => {
+  const message = err instanceof ConfigError || err instanceof Error ? err.message : String(err);
+  process.stderr.write(`cloudplane failed to start: ${message}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,33 @@
+import type { DescService } from "@bufbuild/protobuf";
+import type { ConnectRouter, ServiceImpl } from "@connectrpc/connect";
+import { KeyManagerService } from "../gen/kms/v1/kms_pb.js";
+import { Health } from "../gen/grpc/health/v1/health_pb.js";
+import { ServerReflection as ServerReflectionV1 } from "../gen/grpc/reflection/v1/reflection_pb.js";
+import { ServerReflection as ServerReflectionV1alpha } from "../gen/grpc/reflection/v1alpha/reflection_pb.js";
+import { createHealthService } from "./transport/grpc/health-service.js";
+import type { HealthStatus } from "./transport/grpc/health-service.js";
+import { createReflectionServices } from "./transport/grpc/reflection-service.js";
+
+// The product's services: served on every protocol, REST included.
+export const apiServices: DescService[] = [KeyManagerService];
+
+// Calls that stay open (health watches, reflection streams): they do not hold up a graceful shutdown.
+export const longLivedPaths = new Set([
+  `/${Health.typeName}/Watch`,
+  `/${ServerReflectionV1.typeName}/ServerReflectionInfo`,
+  `/${ServerReflectionV1alpha.typeName}/ServerReflectionInfo`,
+]);
+
+export interface ServiceImpls {
+  kms: ServiceImpl<typeof KeyManagerService>;
+  health: HealthStatus;
+}
+
+// Registers every service on the router in one place.
+export function registerRoutes(router: ConnectRouter, impls: ServiceImpls): void {
+  router.service(KeyManagerService, impls.kms);
+  const reflection = createReflectionServices([...apiServices, Health, ServerReflectionV1, ServerReflectionV1alpha]);
+  router.service(Health, createHealthService(impls.health));
+  router.service(ServerReflectionV1, reflection.v1);
+  router.service(ServerReflectionV1alpha, reflection.v1alpha);
+}

@@ -1,0 +1,167 @@
+import { readFileSync } from "node:fs";
+import http from "node:http";
+import http2 from "node:http2";
+import type net from "node:net";
+import type { ConnectRouter } from "@connectrpc/connect";
+import { connectNodeAdapter } from "@connectrpc/connect-node";
+import type { NodeRequest, NodeResponse } from "./transport/node-types.js";
+import type { Logger } from "pino";
+import type { Config } from "./config.js";
+import { KeyCache } from "./kms/key-cache.js";
+import { KeyManager } from "./kms/key-manager.js";
+import { createKmsService } from "./kms/kms-service.js";
+import { loadMasterKey } from "./kms/master-key-source.js";
+import { Sweeper } from "./kms/sweeper.js";
+import { apiServices, longLivedPaths, registerRoutes } from "./routes.js";
+import type { Clock } from "./shared/clock.js";
+import { systemClock } from "./shared/clock.js";
+import { openDatabase } from "./storage/sqlite/database.js";
+import { SqliteKmsStore } from "./storage/sqlite/sqlite-kms-store.js";
+import { applyCors } from "./transport/cors.js";
+import { HealthStatus } from "./transport/grpc/health-service.js";
+import { callInterceptor } from "./transport/interceptors.js";
+import { createCleartextListener } from "./transport/listener.js";
+import { createRestHandler } from "./transport/rest/rest-handler.js";
+
+export const MAX_REQUEST_BYTES = 4 * 1024 * 1024;
+
+// HTTP/2 flow control: Node's 65,535-byte default windows stall a 64 KiB Encrypt until a WINDOW_UPDATE comes
+// back. These let a full request through at once and keep many concurrent streams busy.
+const H2_STREAM_WINDOW = 1 << 20;
+const H2_CONNECTION_WINDOW = 16 << 20;
+
+export interface App {
+  listen(): Promise<number>;
+  close(): Promise<void>;
+  readonly manager: KeyManager;
+  readonly sweeper: Sweeper;
+  readonly health: HealthStatus;
+}
+
+export interface BuildOptions {
+  clock?: Clock;
+}
+
+type Req = NodeRequest;
+type Res = NodeResponse;
+
+// Builds the whole server without listening: storage, domain, every protocol on one handler. main.ts and
+// the tests both call this.
+export function build(config: Config, logger: Logger, options: BuildOptions = {}): App {
+  const clock = options.clock ?? systemClock;
+  const db = openDatabase(config.dataDir);
+  const store = new SqliteKmsStore(db);
+  const masterKey = loadMasterKey(config, logger);
+  const manager = new KeyManager(store, new KeyCache(masterKey, config.keyCacheSize), masterKey, clock, {
+    destroyGraceMs: config.destroyGraceMs,
+  });
+  const sweeper = new Sweeper(manager, config.sweepIntervalMs, logger);
+  const health = new HealthStatus();
+  const shutdown = new AbortController();
+
+  let router: ConnectRouter | undefined;
+  const connectHandler = connectNodeAdapter({
+    routes: (r) => {
+      registerRoutes(r, { kms: createKmsService(manager, clock, { minRotationMs: config.minRotationMs }), health });
+      router = r;
+    },
+    interceptors: [callInterceptor(logger)],
+    readMaxBytes: MAX_REQUEST_BYTES,
+    shutdownSignal: shutdown.signal,
+    fallback: (req, res) => void fallback(req, res),
+  });
+  if (router === undefined) throw new Error("routes were not registered");
+  const rest = createRestHandler({ services: apiServices, handlers: router.handlers, maxBodyBytes: MAX_REQUEST_BYTES });
+
+  let accepting = true;
+  async function fallback(req: Req, res: Res): Promise<void> {
+    const path = (req.url ?? "/").split("?")[0];
+    if (req.method === "GET" && (path === "/healthz" || path === "/readyz")) {
+      const ok = path === "/healthz" || accepting;
+      res.writeHead(ok ? 200 : 503, { "content-type": "application/json" });
+      res.end(JSON.stringify({ status: ok ? "ok" : "shutting down" }));
+      return;
+    }
+    await rest(req, res);
+  }
+
+  let inFlight = 0;
+  let drained: (() => void) | null = null;
+  function handle(req: Req, res: Res): void {
+    if (applyCors(config.corsAllowedOrigins, req, res)) return;
+    if (!longLivedPaths.has(req.url ?? "")) {
+      inFlight++;
+      res.once("close", () => {
+        inFlight--;
+        if (inFlight === 0) drained?.();
+      });
+    }
+    connectHandler(req, res);
+  }
+
+  const sockets = new Set<net.Socket>();
+  const sessions = new Set<http2.Http2Session>();
+  const trackSession = (session: http2.Http2Session): void => {
+    sessions.add(session);
+    session.once("close", () => sessions.delete(session));
+    session.setLocalWindowSize(H2_CONNECTION_WINDOW);
+  };
+  const h2Settings = { initialWindowSize: H2_STREAM_WINDOW };
+
+  let server: net.Server;
+  let h1: http.Server | null = null;
+  if (config.tlsCertFile !== "") {
+    const secure = http2.createSecureServer(
+      { cert: readFileSync(config.tlsCertFile), key: readFileSync(config.tlsKeyFile), allowHTTP1: true, settings: h2Settings },
+      handle,
+    );
+    secure.on("session", trackSession);
+    secure.on("connection", (socket: net.Socket) => {
+      sockets.add(socket);
+      socket.once("close", () => sockets.delete(socket));
+    });
+    server = secure;
+  } else {
+    h1 = http.createServer(handle);
+    const h2 = http2.createServer({ settings: h2Settings }, handle);
+    h2.on("session", trackSession);
+    server = createCleartextListener(h1, h2, sockets);
+  }
+
+  return {
+    manager,
+    sweeper,
+    health,
+    listen() {
+      return new Promise((resolve, reject) => {
+        server.once("error", reject);
+        server.listen(config.port, config.host, () => {
+          server.off("error", reject);
+          sweeper.start();
+          const address = server.address();
+          resolve(typeof address === "object" && address !== null ? address.port : config.port);
+        });
+      });
+    },
+    // Graceful: stop accepting, let in-flight calls finish (up to the shutdown timeout), end open streams,
+    // then close the store.
+    async close() {
+      accepting = false;
+      health.shutdown();
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      for (const session of sessions) session.close();
+      h1?.closeIdleConnections();
+      if (inFlight > 0) {
+        await new Promise<void>((resolve) => {
+          drained = resolve;
+          setTimeout(resolve, config.shutdownTimeoutMs).unref();
+        });
+      }
+      shutdown.abort();
+      for (const socket of sockets) socket.destroy();
+      await closed;
+      await sweeper.stop();
+      await store.close();
+    },
+  };
+}

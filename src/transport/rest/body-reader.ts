@@ -1,0 +1,52 @@
+import type { IncomingHttpHeaders } from "node:http";
+import type { Readable } from "node:stream";
+import { requestTooLarge } from "./rest-errors.js";
+
+// The request went away before its body was complete; there is nobody to answer.
+export class ClientGoneError extends Error {
+  constructor() {
+    super("the client closed the request before its body was complete");
+    this.name = "ClientGoneError";
+  }
+}
+
+// Reads the whole body, but never more than maxBytes: a declared Content-Length over the limit fails before
+// reading anything, and a body that grows past it fails at the chunk that crosses it. The stream is then paused
+// and left unread, so nothing more is buffered.
+export function readBody(req: Readable & { headers: IncomingHttpHeaders }, maxBytes: number): Promise<Uint8Array> {
+  const declared = Number(req.headers["content-length"]);
+  if (Number.isFinite(declared) && declared > maxBytes) return Promise.reject(requestTooLarge(maxBytes));
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let total = 0;
+    const cleanup = (): void => {
+      req.off("data", onData);
+      req.off("end", onEnd);
+      req.off("error", onGone);
+      req.off("close", onGone);
+    };
+    const onData = (chunk: Buffer | string): void => {
+      const buf = typeof chunk === "string" ? Buffer.from(chunk) : chunk;
+      total += buf.length;
+      if (total > maxBytes) {
+        cleanup();
+        req.pause();
+        reject(requestTooLarge(maxBytes));
+        return;
+      }
+      chunks.push(buf);
+    };
+    const onEnd = (): void => {
+      cleanup();
+      resolve(chunks.length === 1 && chunks[0] !== undefined ? chunks[0] : Buffer.concat(chunks));
+    };
+    const onGone = (): void => {
+      cleanup();
+      reject(new ClientGoneError());
+    };
+    req.on("data", onData);
+    req.on("end", onEnd);
+    req.on("error", onGone);
+    req.on("close", onGone);
+  });
+}

@@ -1,0 +1,97 @@
+import { fromJson } from "@bufbuild/protobuf";
+import type { DescField, DescMessage, JsonObject, JsonValue } from "@bufbuild/protobuf";
+import { hasCustomJsonRepresentation } from "@bufbuild/protobuf/wkt";
+import { findField } from "./field-path.js";
+import { badRequest } from "./rest-errors.js";
+
+// protobuf-es reports what is wrong in a JSON request only by the fully qualified name of a field, and its
+// message may quote the offending value (which can be plaintext or key material). These walks over the JSON, led
+// by the descriptors, find the exact JSON path instead, and the caller writes its own description.
+
+export function isJsonObject(value: JsonValue | undefined): value is JsonObject {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+type Child = [DescMessage, JsonObject, string];
+
+// The children of a field that are themselves messages with fields of their own, with their JSON paths.
+function* childMessages(field: DescField, value: JsonValue, path: string): Generator<Child> {
+  const desc = field.message;
+  if (desc === undefined || hasCustomJsonRepresentation(desc)) return;
+  if (field.fieldKind === "message" && isJsonObject(value)) yield [desc, value, path];
+  if (field.fieldKind === "list" && Array.isArray(value)) {
+    for (const [i, item] of value.entries()) if (isJsonObject(item)) yield [desc, item, `${path}[${i}]`];
+  }
+  if (field.fieldKind === "map" && isJsonObject(value)) {
+    for (const [key, item] of Object.entries(value)) if (isJsonObject(item)) yield [desc, item, mapPath(path, key)];
+  }
+}
+
+function mapPath(path: string, key: string): string {
+  return `${path}[${JSON.stringify(key)}]`;
+}
+
+function join(path: string, name: string): string {
+  return path === "" ? name : `${path}.${name}`;
+}
+
+// Throws INVALID_ARGUMENT UNKNOWN_FIELD for the first name the message does not have, and REQUEST_INVALID for a
+// field given twice (proto and JSON name) or two members of one oneof. Paths use the names as the caller wrote them.
+export function checkJsonFields(desc: DescMessage, json: JsonObject, path: string): void {
+  const seen = new Map<DescField, string>();
+  const oneofs = new Map<string, string>();
+  for (const [key, value] of Object.entries(json)) {
+    const field = findField(desc, key);
+    const at = join(path, key);
+    if (field === undefined) throw badRequest("UNKNOWN_FIELD", at, `unknown field "${key}" in ${desc.typeName}`);
+    const twin = seen.get(field);
+    if (twin !== undefined) throw badRequest("REQUEST_INVALID", at, `the field is also given as "${twin}"`);
+    seen.set(field, key);
+    if (field.oneof !== undefined && value !== null) {
+      const other = oneofs.get(field.oneof.name);
+      if (other !== undefined) {
+        throw badRequest("REQUEST_INVALID", at, `only one of "${other}" and "${key}" may be set`);
+      }
+      oneofs.set(field.oneof.name, key);
+    }
+    for (const [child, obj, childPath] of childMessages(field, value, at)) checkJsonFields(child, obj, childPath);
+  }
+}
+
+function readable(desc: DescMessage, key: string, value: JsonValue): boolean {
+  try {
+    fromJson(desc, { [key]: value });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export interface InvalidValue {
+  path: string;
+  field: DescField;
+}
+
+// After fromJson rejected a request whose names checkJsonFields accepted: narrows the failure down to the
+// innermost field or element that cannot be read. Runs on the error path only.
+export function findInvalidValue(desc: DescMessage, json: JsonObject, path: string): InvalidValue | undefined {
+  for (const [key, value] of Object.entries(json)) {
+    const field = findField(desc, key);
+    if (field === undefined || readable(desc, key, value)) continue;
+    const at = join(path, key);
+    for (const [child, obj, childPath] of childMessages(field, value, at)) {
+      const inner = findInvalidValue(child, obj, childPath);
+      if (inner !== undefined) return inner;
+    }
+    if (field.fieldKind === "list" && Array.isArray(value)) {
+      const i = value.findIndex((item) => !readable(desc, key, [item]));
+      if (i >= 0) return { path: `${at}[${i}]`, field };
+    }
+    if (field.fieldKind === "map" && isJsonObject(value)) {
+      const bad = Object.entries(value).find(([k, v]) => !readable(desc, key, { [k]: v }));
+      if (bad !== undefined) return { path: mapPath(at, bad[0]), field };
+    }
+    return { path: at, field };
+  }
+  return undefined;
+}

@@ -1,0 +1,125 @@
+import { equals, fromJson } from "@bufbuild/protobuf";
+import type { DescField, DescMessage, JsonObject, JsonValue, Message } from "@bufbuild/protobuf";
+import { reflect } from "@bufbuild/protobuf/reflect";
+import type { ReflectMessage } from "@bufbuild/protobuf/reflect";
+import { textToJson } from "./field-path.js";
+import type { FieldChain } from "./field-path.js";
+import { describeExpected } from "./field-description.js";
+import { checkJsonFields, findInvalidValue, isJsonObject } from "./json-check.js";
+import { queryToJson } from "./query-params.js";
+import { badRequest } from "./rest-errors.js";
+import type { RestRoute } from "./route-table.js";
+
+export interface RequestParts {
+  route: RestRoute;
+  pathValues: readonly string[];
+  query: URLSearchParams;
+  body: Uint8Array;
+  contentType: string | undefined;
+  contentEncoding: string | undefined;
+}
+
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+
+// Builds the request message from body, query string and path, in that order, as grpc-gateway does. All JSON is
+// converted by one fromJson call so that proto-JSON rules (both field name forms, "1" for int32, URL-safe base64)
+// apply exactly as for Connect's JSON; path values are then set field by field and must agree with the body.
+export function buildRequestMessage(req: RequestParts): Message {
+  const { route } = req;
+  const desc = route.method.input;
+  const json = bodyToJson(req);
+  Object.assign(json, queryToJson(route, req.query));
+  checkJsonFields(desc, json, "");
+  const message = readJson(desc, json);
+  route.pathFields.forEach((chain, i) => setPathValue(message, desc, chain, req.pathValues[i] ?? ""));
+  return message;
+}
+
+function bodyToJson(req: RequestParts): JsonObject {
+  const { body: binding } = req.route;
+  const parsed = parseBody(req);
+  if (parsed === undefined) return {};
+  if (binding.kind === "none") {
+    throw badRequest("MALFORMED_BODY", "", "this method takes no request body; send the fields in the query string");
+  }
+  if (binding.kind === "field") return { [binding.field.jsonName]: parsed };
+  if (!isJsonObject(parsed)) throw badRequest("MALFORMED_BODY", "", "the request body must be a JSON object");
+  return parsed;
+}
+
+// Undefined for an empty (or all-whitespace) body.
+function parseBody(req: RequestParts): JsonValue | undefined {
+  if (req.body.length === 0) return undefined;
+  let text: string;
+  try {
+    text = utf8.decode(req.body);
+  } catch {
+    throw badRequest("MALFORMED_BODY", "", "the request body is not valid UTF-8");
+  }
+  if (text.trim() === "") return undefined;
+  const encoding = req.contentEncoding?.trim().toLowerCase();
+  if (encoding !== undefined && encoding !== "" && encoding !== "identity") {
+    throw badRequest("UNSUPPORTED_CONTENT_TYPE", "", "a request body must be sent uncompressed (no Content-Encoding)");
+  }
+  if (!isJsonContentType(req.contentType)) {
+    throw badRequest(
+      "UNSUPPORTED_CONTENT_TYPE",
+      "",
+      `a request body must be sent with Content-Type: application/json, not ${req.contentType ?? "none"}`,
+    );
+  }
+  try {
+    return JSON.parse(text) as JsonValue;
+  } catch {
+    // The parser's message quotes the input, which may be plaintext; say only what is wrong.
+    throw badRequest("MALFORMED_BODY", "", "the request body is not valid JSON");
+  }
+}
+
+function isJsonContentType(contentType: string | undefined): boolean {
+  return contentType?.split(";", 1)[0]?.trim().toLowerCase() === "application/json";
+}
+
+function readJson(desc: DescMessage, json: JsonObject): Message {
+  try {
+    return fromJson(desc, json, { ignoreUnknownFields: false });
+  } catch {
+    const bad = findInvalidValue(desc, json, "");
+    if (bad === undefined) throw badRequest("REQUEST_INVALID", "", `the request does not fit ${desc.typeName}`);
+    const expected = describeExpected(bad.field, bad.path.endsWith("]"));
+    throw badRequest("REQUEST_INVALID", bad.path, `invalid value; ${expected}`);
+  }
+}
+
+function setPathValue(message: Message, desc: DescMessage, chain: FieldChain, text: string): void {
+  let target: ReflectMessage = reflect(desc, message);
+  for (const field of chain.parents) {
+    const child = target.get(field);
+    if (!target.isSet(field)) target.set(field, child);
+    target = child;
+  }
+  const { leaf } = chain;
+  let value: unknown;
+  try {
+    value = reflect(target.desc, fromJson(target.desc, { [leaf.jsonName]: textToJson(leaf, text) })).get(leaf);
+  } catch {
+    const expected = describeExpected(leaf, false);
+    throw badRequest("REQUEST_INVALID", chain.jsonPath, `invalid value in the URL path; ${expected}`);
+  }
+  if (target.isSet(leaf) && !sameValue(leaf, target.get(leaf), value)) {
+    const mismatch = "the value in the request differs from the value in the URL path";
+    throw badRequest("FIELD_MISMATCH", chain.jsonPath, mismatch);
+  }
+  target.set(leaf, value);
+}
+
+function sameValue(field: DescField, a: unknown, b: unknown): boolean {
+  if (a instanceof Uint8Array && b instanceof Uint8Array) {
+    return a.length === b.length && a.every((byte, i) => byte === b[i]);
+  }
+  if (field.message !== undefined) {
+    const [ra, rb] = [a as ReflectMessage, b as ReflectMessage];
+    return equals(field.message, ra.message, rb.message);
+  }
+  return a === b;
+}

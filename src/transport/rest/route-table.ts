@@ -1,0 +1,135 @@
+import { getOption } from "@bufbuild/protobuf";
+import type { DescField, DescMethod, DescService } from "@bufbuild/protobuf";
+import { http } from "../../../gen/google/api/annotations_pb.js";
+import type { HttpRule } from "../../../gen/google/api/http_pb.js";
+import { compareSpecificity, matchTemplate, parsePathTemplate, splitPath } from "./path-template.js";
+import type { PathTemplate, SplitPath } from "./path-template.js";
+import { findField, isTextField, resolveFieldPath } from "./field-path.js";
+import type { FieldChain } from "./field-path.js";
+import { badRequest } from "./rest-errors.js";
+
+export type UnaryMethod = DescMethod & { methodKind: "unary" };
+
+// Where the HTTP body goes: nowhere, the whole request message ("*"), or one top-level field.
+export type BodyBinding = { kind: "none" } | { kind: "all" } | { kind: "field"; field: DescField };
+
+export interface RestRoute {
+  httpMethod: string;
+  template: PathTemplate;
+  method: UnaryMethod;
+  body: BodyBinding;
+  // One per template variable, in the same order.
+  pathFields: FieldChain[];
+}
+
+export type RouteLookup =
+  | { kind: "found"; route: RestRoute; pathValues: string[] }
+  | { kind: "method_not_allowed"; allow: string[] }
+  | { kind: "not_found" };
+
+// All REST routes of the given services, read from their google.api.http annotations (additional_bindings
+// included) once at start-up. Invalid annotations are programming errors and fail start-up.
+export class RouteTable {
+  readonly routes: readonly RestRoute[];
+
+  constructor(services: readonly DescService[]) {
+    const routes: RestRoute[] = [];
+    const seen = new Set<string>();
+    for (const service of services) {
+      for (const method of service.methods) {
+        const rule = getOption(method, http);
+        if (rule.pattern.case === undefined) continue;
+        if (method.methodKind !== "unary") {
+          throw new Error(`${method.parent.typeName}.${method.name}: streaming methods have no REST mapping`);
+        }
+        for (const binding of [rule, ...rule.additionalBindings]) {
+          // DescMethod is not a discriminated union, so the check above does not narrow it.
+          const route = buildRoute(method as UnaryMethod, binding);
+          const key = `${route.httpMethod} ${route.template.source}`;
+          if (seen.has(key)) throw new Error(`two methods are bound to ${key}`);
+          seen.add(key);
+          routes.push(route);
+        }
+      }
+    }
+    // Stable sort: among equally specific templates the order of declaration decides.
+    this.routes = routes.sort((a, b) => compareSpecificity(a.template, b.template));
+  }
+
+  // Throws INVALID_ARGUMENT for a path with a malformed percent escape.
+  lookup(httpMethod: string, path: string): RouteLookup {
+    const split = parseRequestPath(path);
+    const allow = new Set<string>();
+    for (const route of this.routes) {
+      const target = route.template.verb === undefined ? split.whole : split.verbs.get(route.template.verb);
+      if (target === undefined) continue;
+      const pathValues = matchTemplate(route.template, target);
+      if (pathValues === undefined) continue;
+      if (route.httpMethod === httpMethod) return { kind: "found", route, pathValues };
+      allow.add(route.httpMethod);
+    }
+    return allow.size > 0 ? { kind: "method_not_allowed", allow: [...allow].sort() } : { kind: "not_found" };
+  }
+}
+
+interface RequestPath {
+  whole: SplitPath;
+  // The path without a trailing ":verb", keyed by that verb (at most one entry).
+  verbs: Map<string, SplitPath>;
+}
+
+function parseRequestPath(path: string): RequestPath {
+  try {
+    const verbs = new Map<string, SplitPath>();
+    const colon = path.lastIndexOf(":");
+    if (colon > path.lastIndexOf("/")) verbs.set(path.slice(colon + 1), splitPath(path.slice(0, colon)));
+    return { whole: splitPath(path), verbs };
+  } catch {
+    throw badRequest("REQUEST_INVALID", "", "the URL path contains a malformed percent-encoded sequence");
+  }
+}
+
+function buildRoute(method: UnaryMethod, rule: HttpRule): RestRoute {
+  const where = `${method.parent.typeName}.${method.name}`;
+  const { pattern } = rule;
+  let httpMethod: string;
+  let path: string;
+  switch (pattern.case) {
+    case "get":
+    case "put":
+    case "post":
+    case "delete":
+    case "patch":
+      httpMethod = pattern.case.toUpperCase();
+      path = pattern.value;
+      break;
+    case "custom":
+      httpMethod = pattern.value.kind.toUpperCase();
+      path = pattern.value.path;
+      break;
+    case undefined:
+      throw new Error(`${where}: an additional binding has no pattern`);
+  }
+  // Failing loudly beats answering with the whole message where the annotation asks for one field.
+  if (rule.responseBody !== "") throw new Error(`${where}: response_body is not supported`);
+  const template = parsePathTemplate(path);
+  const pathFields = template.variables.map((v) => {
+    const chain = resolveFieldPath(method.input, v.fieldPath);
+    if (chain === undefined || chain.leaf.fieldKind === "list" || !isTextField(chain.leaf)) {
+      const input = method.input.typeName;
+      throw new Error(`${where}: path variable ${v.fieldPath} must name a singular scalar field of ${input}`);
+    }
+    return chain;
+  });
+  return { httpMethod, template, method, body: bodyBinding(method, rule.body, where), pathFields };
+}
+
+function bodyBinding(method: UnaryMethod, body: string, where: string): BodyBinding {
+  if (body === "") return { kind: "none" };
+  if (body === "*") return { kind: "all" };
+  const field = findField(method.input, body);
+  if (field === undefined || field.name !== body) {
+    throw new Error(`${where}: body ${body} is not a top-level field of ${method.input.typeName}`);
+  }
+  return { kind: "field", field };
+}

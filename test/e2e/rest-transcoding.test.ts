@@ -1,0 +1,374 @@
+import http from "node:http";
+import http2 from "node:http2";
+import type { AddressInfo } from "node:net";
+import { create, fromBinary } from "@bufbuild/protobuf";
+import type { DescMessage } from "@bufbuild/protobuf";
+import { base64Decode } from "@bufbuild/protobuf/wire";
+import { anyPack, durationFromMs } from "@bufbuild/protobuf/wkt";
+import { Code, ConnectError, createConnectRouter } from "@connectrpc/connect";
+import type { ConnectRouter, Interceptor } from "@connectrpc/connect";
+import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import {
+  BadRequestSchema,
+  ErrorInfoSchema,
+  PreconditionFailureSchema,
+  QuotaFailureSchema,
+  RetryInfoSchema,
+} from "../../gen/google/rpc/error_details_pb.js";
+import { KeyManagerService } from "../../gen/kms/v1/kms_pb.js";
+import { failedPrecondition } from "../../src/errors/domain-error.js";
+import { toConnectError } from "../../src/errors/to-connect-error.js";
+import { createRestHandler } from "../../src/transport/rest/rest-handler.js";
+import { ItemService, itemMethod } from "../unit/rest-fixture.js";
+
+const MAX = 4 * 1024 * 1024;
+
+// Like the server's own interceptor: a request id on every answer, thrown errors mapped to wire errors.
+const mapErrors: Interceptor = (next) => async (req) => {
+  try {
+    const res = await next(req);
+    res.header.set("x-request-id", "rid-1");
+    return res;
+  } catch (thrown) {
+    const { error } = toConnectError(thrown, "rid-1");
+    error.metadata.set("x-request-id", "rid-1");
+    throw error;
+  }
+};
+
+let abortedCalls = 0;
+let startedSlowCall: () => void = () => {};
+
+function rateLimited(seconds: number): ConnectError {
+  return new ConnectError("rate limit exceeded", Code.ResourceExhausted, undefined, [
+    { desc: ErrorInfoSchema, value: { reason: "RATE_LIMIT_EXCEEDED", domain: "compute" } },
+    { desc: QuotaFailureSchema, value: { violations: [{ subject: "caller", description: "100 per minute" }] } },
+    { desc: RetryInfoSchema, value: { retryDelay: durationFromMs(seconds * 1000) } },
+  ]);
+}
+
+// A fake KeyManagerService that echoes what it was given, plus the test service of the unit tests.
+function routes(router: ConnectRouter): void {
+  router.service(KeyManagerService, {
+    getCryptoKey(req, ctx) {
+      ctx.responseHeader.set("x-ratelimit-remaining", "99");
+      ctx.responseTrailer.set("x-trailer-note", "from-trailer");
+      return { id: req.keyId, description: ctx.requestHeader.get("authorization") ?? "" };
+    },
+    updateCryptoKey(req) {
+      return { id: req.key?.id, name: req.key?.name, labels: req.key?.labels, description: req.updateMask?.paths.join(",") };
+    },
+    listCryptoKeys(req) {
+      return { keys: [{ id: req.parentId, name: `${req.page?.limit}/${req.page?.offset}` }] };
+    },
+    encrypt(req) {
+      if (req.keyId === "disabled") {
+        throw failedPrecondition("kms", "CRYPTO_KEY_VERSION_NOT_ENABLED", "keys/disabled/versions/1", "key version 1 is not enabled");
+      }
+      return { keyId: req.keyId, keyVersionId: req.keyVersionId, ciphertext: req.plaintext };
+    },
+    decrypt(_req, ctx) {
+      ctx.responseHeader.set("x-ratelimit-limit", "100");
+      throw rateLimited(1.5);
+    },
+    destroyCryptoKey(_req, ctx) {
+      ctx.responseHeader.set("retry-after", "7");
+      throw rateLimited(1);
+    },
+    getCryptoKeyVersion() {
+      throw new Error("boom: secret internals");
+    },
+    async createCryptoKeyVersion(_req, ctx) {
+      startedSlowCall();
+      await new Promise<void>((resolve) => ctx.signal.addEventListener("abort", () => resolve()));
+      abortedCalls++;
+      return {};
+    },
+  });
+  router.rpc(itemMethod("ListItems"), (req) => req);
+  router.rpc(itemMethod("GetEnvelope"), (req) => ({
+    ...req,
+    payload: anyPack(ErrorInfoSchema, create(ErrorInfoSchema, { reason: "X", domain: "kms" })),
+  }));
+}
+
+let server: http.Server;
+let h2server: http2.Http2Server;
+let base = "";
+let h2base = "";
+
+beforeAll(async () => {
+  const router = createConnectRouter({ interceptors: [mapErrors] });
+  routes(router);
+  const rest = createRestHandler({ services: [KeyManagerService, ItemService], handlers: router.handlers, maxBodyBytes: MAX });
+  const handler = connectNodeAdapter({ routes, interceptors: [mapErrors], fallback: (req, res) => void rest(req, res) });
+  server = http.createServer(handler);
+  h2server = http2.createServer(handler);
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  await new Promise<void>((resolve) => h2server.listen(0, "127.0.0.1", resolve));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  h2base = `http://127.0.0.1:${(h2server.address() as AddressInfo).port}`;
+});
+
+afterAll(async () => {
+  server.closeAllConnections();
+  await new Promise((resolve) => server.close(resolve));
+  await new Promise((resolve) => h2server.close(resolve));
+});
+
+const json = { "content-type": "application/json" };
+
+async function call(method: string, path: string, body?: string, headers: Record<string, string> = json) {
+  const res = await fetch(base + path, { method, body, headers });
+  return { status: res.status, headers: res.headers, body: (await res.json()) as Record<string, unknown> };
+}
+
+interface StatusBody {
+  code: number;
+  message: string;
+  details: { typeUrl: string; value: string }[];
+}
+
+function detail<D extends DescMessage>(body: Record<string, unknown>, desc: D) {
+  const status = body as unknown as StatusBody;
+  const found = status.details.find((d) => d.typeUrl === `type.googleapis.com/${desc.typeName}`);
+  if (found === undefined) throw new Error(`no ${desc.typeName} in ${JSON.stringify(body)}`);
+  return fromBinary(desc, base64Decode(found.value));
+}
+
+async function expectInvalid(res: Awaited<ReturnType<typeof call>>, reason: string, field: string) {
+  expect(res.status).toBe(400);
+  expect(res.headers.get("content-type")).toBe("application/json");
+  expect(res.body["code"]).toBe(3);
+  expect(detail(res.body, ErrorInfoSchema)).toMatchObject({ reason, domain: "cloudplane" });
+  expect(detail(res.body, BadRequestSchema).fieldViolations[0]?.field).toBe(field);
+}
+
+describe("successful calls", () => {
+  test("path variable, forwarded credentials, handler headers and trailers", async () => {
+    const res = await call("GET", "/v1/keys/k%201", undefined, { authorization: "Bearer t0k" });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ id: "k 1", description: "Bearer t0k" });
+    expect(res.headers.get("content-type")).toBe("application/json");
+    expect(res.headers.get("x-request-id")).toBe("rid-1");
+    expect(res.headers.get("x-ratelimit-remaining")).toBe("99");
+    expect(res.headers.get("x-trailer-note")).toBe("from-trailer");
+    expect([...res.headers.keys()].filter((h) => /^(connect-|grpc-|trailer-|content-encoding)/.test(h))).toEqual([]);
+  });
+
+  test("nested {key.id} with a body and a field mask", async () => {
+    const res = await call("PATCH", "/v1/keys/k1", JSON.stringify({ key: { name: "n", labels: ["a"] }, updateMask: "name,labels" }));
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ id: "k1", name: "n", labels: ["a"], description: "name,labels" });
+  });
+
+  test("dotted query parameters", async () => {
+    const res = await call("GET", "/v1/keys?parentId=ns&page.limit=5&page.offset=10");
+    expect(res.body).toEqual({ keys: [{ id: "ns", name: "5/10" }] });
+  });
+
+  test("repeated query parameters", async () => {
+    const res = await call("GET", "/v1/shelves/s1/items?filter.tags=a&filter.tags=b&filter.kinds=LARGE&filter.kinds=1&filter.active=true");
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ shelf: "s1", filter: { tags: ["a", "b"], kinds: ["LARGE", "SMALL"], active: true } });
+  });
+
+  test('proto names and "1" for an int32', async () => {
+    const res = await call("POST", "/v1/encrypt", JSON.stringify({ key_id: "k", key_version_id: "1", plaintext: "aGk-" }));
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ keyId: "k", keyVersionId: 1, ciphertext: "aGk+" });
+  });
+
+  test("Any in a response is typeUrl/value", async () => {
+    const res = await call("GET", "/v1/envelopes/n1");
+    const payload = res.body["payload"] as { typeUrl: string; value: string };
+    expect(payload.typeUrl).toBe("type.googleapis.com/google.rpc.ErrorInfo");
+    expect(fromBinary(ErrorInfoSchema, base64Decode(payload.value))).toMatchObject({ reason: "X", domain: "kms" });
+    expect(res.body["note"]).toBe("n1");
+  });
+
+  test("a body of exactly the limit is read", async () => {
+    const head = '{"keyId":"k","plaintext":"';
+    const body = head + "A".repeat(MAX - head.length - 2) + '"}';
+    expect(body.length).toBe(MAX);
+    const res = await call("POST", "/v1/encrypt", body);
+    expect(res.status).toBe(200);
+  });
+});
+
+describe("rejected requests", () => {
+  test("unknown JSON field", async () => {
+    await expectInvalid(await call("POST", "/v1/encrypt", '{"bogus":1}'), "UNKNOWN_FIELD", "bogus");
+    await expectInvalid(await call("PATCH", "/v1/keys/k1", '{"key":{"bogus":1}}'), "UNKNOWN_FIELD", "key.bogus");
+  });
+
+  test("unknown query parameter", async () => {
+    await expectInvalid(await call("GET", "/v1/keys?parentId=a&bogus=1"), "UNKNOWN_FIELD", "bogus");
+  });
+
+  test("path and body disagree", async () => {
+    await expectInvalid(await call("PATCH", "/v1/keys/k1", '{"key":{"id":"k2"}}'), "FIELD_MISMATCH", "key.id");
+  });
+
+  test("a value that does not fit the field", async () => {
+    await expectInvalid(await call("GET", "/v1/keys?page.limit=x"), "REQUEST_INVALID", "page.limit");
+    await expectInvalid(await call("GET", "/v1/keys/k1/versions/abc"), "REQUEST_INVALID", "keyVersionId");
+  });
+
+  test("malformed JSON", async () => {
+    const res = await call("POST", "/v1/encrypt", '{"plaintext": "c2VjcmV0');
+    await expectInvalid(res, "MALFORMED_BODY", "");
+    expect(res.body["message"]).toBe("the request body is not valid JSON");
+  });
+
+  test("wrong content type", async () => {
+    const res = await call("POST", "/v1/encrypt", "keyId=k", { "content-type": "application/x-www-form-urlencoded" });
+    await expectInvalid(res, "UNSUPPORTED_CONTENT_TYPE", "");
+  });
+
+  test("a body over the limit is 413", async () => {
+    const res = await call("POST", "/v1/encrypt", "x".repeat(MAX + 1));
+    expect(res.status).toBe(413);
+    expect(res.body["code"]).toBe(8);
+    expect(detail(res.body, ErrorInfoSchema).reason).toBe("REQUEST_TOO_LARGE");
+    expect(res.headers.get("retry-after")).toBeNull();
+  });
+
+  test("a streamed body without Content-Length is cut off at the limit", async () => {
+    const chunk = new Uint8Array(1024 * 1024);
+    let sent = 0;
+    const stream = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (sent++ < 16) controller.enqueue(chunk);
+        else controller.close();
+      },
+    });
+    const res = await fetch(`${base}/v1/encrypt`, { method: "POST", body: stream, headers: json, duplex: "half" } as RequestInit);
+    expect(res.status).toBe(413);
+    expect(sent).toBeLessThan(16);
+  });
+
+  test("unknown route", async () => {
+    const res = await call("GET", "/v1/nothing-here");
+    expect(res.status).toBe(404);
+    expect(res.body["code"]).toBe(5);
+    expect(detail(res.body, ErrorInfoSchema).reason).toBe("ROUTE_NOT_FOUND");
+  });
+
+  test("known path, other method", async () => {
+    const res = await call("PUT", "/v1/keys/k1", "{}");
+    expect(res.status).toBe(405);
+    expect(res.headers.get("allow")).toBe("DELETE, GET, PATCH");
+    expect(res.body["code"]).toBe(12);
+    expect(detail(res.body, ErrorInfoSchema).reason).toBe("METHOD_NOT_ALLOWED");
+  });
+});
+
+describe("errors of the handlers", () => {
+  test("a DomainError is rendered as google.rpc.Status with its details", async () => {
+    const res = await call("POST", "/v1/encrypt", JSON.stringify({ keyId: "disabled", keyVersionId: 1, plaintext: "aGk=" }));
+    expect(res.status).toBe(400);
+    expect(res.headers.get("x-request-id")).toBe("rid-1");
+    const body = res.body as unknown as StatusBody;
+    expect(body.code).toBe(9);
+    expect(body.message).toBe("key version 1 is not enabled");
+    expect(body.details.map((d) => d.typeUrl)).toEqual([
+      "type.googleapis.com/google.rpc.ErrorInfo",
+      "type.googleapis.com/google.rpc.PreconditionFailure",
+    ]);
+    expect(detail(res.body, ErrorInfoSchema)).toMatchObject({ reason: "CRYPTO_KEY_VERSION_NOT_ENABLED", domain: "kms" });
+    expect(detail(res.body, PreconditionFailureSchema).violations[0]).toMatchObject({ type: "STATE", subject: "keys/disabled/versions/1" });
+  });
+
+  test("RESOURCE_EXHAUSTED is 429 with Retry-After from RetryInfo and the handler's headers", async () => {
+    const res = await call("POST", "/v1/decrypt", "{}");
+    expect(res.status).toBe(429);
+    expect(res.headers.get("retry-after")).toBe("2");
+    expect(res.headers.get("x-ratelimit-limit")).toBe("100");
+    expect(res.body["code"]).toBe(8);
+    expect(detail(res.body, RetryInfoSchema).retryDelay?.nanos).toBe(500_000_000);
+  });
+
+  test("a Retry-After set by the handler wins", async () => {
+    const res = await call("DELETE", "/v1/keys/k1");
+    expect(res.status).toBe(429);
+    expect(res.headers.get("retry-after")).toBe("7");
+  });
+
+  test("a fault is INTERNAL without its internals", async () => {
+    const res = await call("GET", "/v1/keys/k1/versions/1");
+    expect(res.status).toBe(500);
+    expect(res.body["code"]).toBe(13);
+    expect(String(res.body["message"])).toContain("rid-1");
+    expect(JSON.stringify(res.body)).not.toContain("boom");
+  });
+});
+
+test("nothing a caller sends produces a 5xx", async () => {
+  const odd: [string, string, string?, Record<string, string>?][] = [
+    ["GET", "/v1/keys/%ZZ"],
+    ["GET", "/v1/keys?%ZZ=1&parentId=%"],
+    ["GET", "/v1/keys?page.limit=99999999999"],
+    ["GET", "/v1/keys?page.limit"],
+    ["GET", "/v1/keys?page.limit.x=1"],
+    ["GET", "/v1/keys?=&&"],
+    ["GET", "/v1/keys/k1/versions/1e400"],
+    ["GET", "/v1/keys//versions/1"],
+    ["OPTIONS", "/v1/keys"],
+    ["POST", "/v1/encrypt", `{"keyId":${"[".repeat(100_000)}`],
+    ["POST", "/v1/encrypt", '{"plaintext":{"a":1}}'],
+    ["POST", "/v1/encrypt", "null"],
+    ["POST", "/v1/encrypt", '"text"'],
+    ["POST", "/v1/encrypt", "\uFEFF{}"],
+    ["POST", "/v1/encrypt", '{"keyVersionId":1.5}'],
+    ["POST", "/v1/encrypt", '{"keyVersionId":"1", "key_version_id":2}'],
+    ["PATCH", "/v1/keys/k1", '{"key":{"primary":{"state":"NOPE"}},"updateMask":{"paths":["a"]}}'],
+    ["PATCH", "/v1/keys/k1", '{"key":{"rotationPeriod":"-99999999999999999999s"}}'],
+    ["GET", "/v1/keys/k1", undefined, { "connect-timeout-ms": "abc", "grpc-timeout": "x", "content-type": "text/html" }],
+  ];
+  for (const [method, path, body, headers] of odd) {
+    const res = await fetch(base + path, { method, body, headers: headers ?? json });
+    expect(res.status, `${method} ${path} ${body ?? ""}`).toBeLessThan(500);
+    expect(res.headers.get("content-type")).toBe("application/json");
+  }
+  const bytes = await fetch(`${base}/v1/encrypt`, { method: "POST", body: new Uint8Array([0x7b, 0xff, 0xfe, 0x7d]), headers: json });
+  expect(bytes.status).toBe(400);
+});
+
+test("a client that goes away aborts the in-process call", async () => {
+  const started = new Promise<void>((resolve) => (startedSlowCall = resolve));
+  const controller = new AbortController();
+  const pending = fetch(`${base}/v1/keys/k1/versions`, { method: "POST", body: "{}", headers: json, signal: controller.signal });
+  await started;
+  controller.abort();
+  await expect(pending).rejects.toThrow();
+  await expect.poll(() => abortedCalls).toBe(1);
+});
+
+test("HTTP/2 (h2c) callers get the same answers", async () => {
+  const session = http2.connect(h2base);
+  const request = (path: string, method = "GET") =>
+    new Promise<{ status: number; headers: http2.IncomingHttpHeaders; body: string }>((resolve, reject) => {
+      const stream = session.request({ ":path": path, ":method": method });
+      let body = "";
+      let headers: http2.IncomingHttpHeaders = {};
+      stream.on("response", (h) => (headers = h));
+      stream.setEncoding("utf8");
+      stream.on("data", (chunk: string) => (body += chunk));
+      stream.on("end", () => resolve({ status: Number(headers[":status"]), headers, body }));
+      stream.on("error", reject);
+      stream.end();
+    });
+  try {
+    const ok = await request("/v1/keys/k1");
+    expect(ok.status).toBe(200);
+    expect(JSON.parse(ok.body)).toEqual({ id: "k1" });
+    expect(ok.headers["x-trailer-note"]).toBe("from-trailer");
+    const notAllowed = await request("/v1/keys/k1", "PUT");
+    expect(notAllowed.status).toBe(405);
+    expect(notAllowed.headers["allow"]).toBe("DELETE, GET, PATCH");
+  } finally {
+    session.close();
+  }
+});

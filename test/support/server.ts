@@ -1,0 +1,98 @@
+import { spawn } from "node:child_process";
+import { Writable } from "node:stream";
+import { loadConfig } from "../../src/config.js";
+import type { Config } from "../../src/config.js";
+import { createLogger } from "../../src/logger.js";
+import { build } from "../../src/server.js";
+import type { App } from "../../src/server.js";
+import type { Clock } from "../../src/shared/clock.js";
+import { tempDir } from "./temp-dir.js";
+
+// Settings every test server shares: a free port on loopback, a fixed master key, and the short minimums the
+// contract allows tests to use.
+const testEnv: Record<string, string> = {
+  PORT: "0",
+  HOST: "127.0.0.1",
+  MASTER_KEY: Buffer.alloc(32, 7).toString("base64"),
+  LOG_LEVEL: "warn",
+  SHUTDOWN_TIMEOUT_SECONDS: "2",
+};
+
+export interface TestServer {
+  url: string;
+  port: number;
+  dataDir: string;
+  app: App;
+  config: Config;
+  logs(): string;
+  stop(): Promise<void>;
+}
+
+// Builds the real server in this process on port 0; tests call it over real sockets.
+export async function startServer(opts: { env?: Record<string, string>; clock?: Clock; dataDir?: string } = {}): Promise<TestServer> {
+  const dir = opts.dataDir === undefined ? tempDir() : null;
+  const dataDir = opts.dataDir ?? dir!.path;
+  const config = loadConfig([], { ...testEnv, DATA_DIR: dataDir, ...opts.env });
+  if (config === "help") throw new Error("unreachable");
+  let output = "";
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, callback) {
+      output += chunk.toString();
+      callback();
+    },
+  });
+  const app = build(config, createLogger(config.logLevel, sink), { clock: opts.clock });
+  const port = await app.listen();
+  return {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    dataDir,
+    app,
+    config,
+    logs: () => output,
+    async stop() {
+      await app.close();
+      dir?.remove();
+    },
+  };
+}
+
+export interface SpawnedServer {
+  url: string;
+  port: number;
+  logs(): string;
+  kill(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+// Starts `src/main.ts` as a child process, as an operator would, and waits for its "listening" line.
+export async function spawnServer(opts: { dataDir: string; env?: Record<string, string> }): Promise<SpawnedServer> {
+  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+    env: { ...process.env, ...testEnv, LOG_LEVEL: "info", DATA_DIR: opts.dataDir, ...opts.env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 20_000);
+    const onData = (chunk: Buffer): void => {
+      output += chunk.toString();
+      for (const line of output.split("\n")) {
+        if (!line.includes("cloudplane listening")) continue;
+        clearTimeout(timer);
+        resolve((JSON.parse(line) as { port: number }).port);
+      }
+    };
+    child.stdout.on("data", onData);
+    child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    void exited.then(() => reject(new Error(`server exited before listening:\n${output}`)));
+  });
+  return {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    logs: () => output,
+    async kill(signal = "SIGKILL") {
+      child.kill(signal);
+      return exited;
+    },
+  };
+}
