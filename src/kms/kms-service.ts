@@ -1,9 +1,11 @@
+import { timestampMs } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { KeyManagerService } from "../../gen/kms/v1/kms_pb.js";
 import type { Clock } from "../shared/clock.js";
 import { principalKey } from "../transport/context.js";
 import type { KeyChanges, KeyManager } from "./key-manager.js";
 import {
+  MAX_DATA_BYTES,
   Violations,
   algorithmOf,
   checkData,
@@ -18,7 +20,6 @@ import {
   rotationPeriodOf,
 } from "./request-validation.js";
 import { keyToProto, versionToProto } from "./to-proto.js";
-import { timestampMs } from "@bufbuild/protobuf/wkt";
 
 export interface KmsServiceSettings {
   minRotationMs: number;
@@ -41,7 +42,7 @@ export function createKmsService(
   return {
     encrypt(req) {
       // Validation is inlined on the hot path: no allocation unless something is wrong.
-      if (req.keyId === "" || req.keyVersionId < 1 || req.plaintext.length === 0 || req.plaintext.length > 65536 || req.additionalAuthenticatedData.length > 65536) {
+      if (req.keyId === "" || req.keyVersionId < 1 || req.plaintext.length === 0 || req.plaintext.length > MAX_DATA_BYTES || req.additionalAuthenticatedData.length > MAX_DATA_BYTES) {
         const v = new Violations();
         checkKeyId(v, "keyId", req.keyId);
         checkVersionId(v, req.keyVersionId);
@@ -55,7 +56,7 @@ export function createKmsService(
     },
 
     decrypt(req) {
-      if (req.keyId === "" || req.ciphertext.length === 0 || req.additionalAuthenticatedData.length > 65536) {
+      if (req.keyId === "" || req.ciphertext.length === 0 || req.additionalAuthenticatedData.length > MAX_DATA_BYTES) {
         const v = new Violations();
         checkKeyId(v, "keyId", req.keyId);
         checkData(v, "ciphertext", req.ciphertext, true);
@@ -130,7 +131,8 @@ export function createKmsService(
         }
       }
       v.throwIfAny();
-      const view = await manager.updateKey(key!.id, changes);
+      // key is defined here: its absence is a violation above.
+      const view = await manager.updateKey(key?.id ?? "", changes);
       return keyToProto(view, clock.now());
     },
 

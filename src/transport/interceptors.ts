@@ -29,7 +29,7 @@ export function callInterceptor(logger: Logger): Interceptor {
       if (internal) {
         logger.error({ requestId, method: req.method.name, err: thrown }, "call failed with an internal error");
       } else if (logger.isLevelEnabled("debug")) {
-        logger.debug({ requestId, method: req.method.name, code: error.code, reason: error.rawMessage, ms: performance.now() - started }, "call");
+        logger.debug({ requestId, method: req.method.name, code: error.code, message: error.rawMessage, ms: performance.now() - started }, "call");
       }
       error.metadata.set("x-request-id", requestId);
       throw error;
