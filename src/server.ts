@@ -1,3 +1,4 @@
+import { setMaxListeners } from "node:events";
 import { readFileSync } from "node:fs";
 import http from "node:http";
 import http2 from "node:http2";
@@ -6,6 +7,8 @@ import type { ConnectRouter } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { NodeRequest, NodeResponse } from "./transport/node-types.js";
 import type { Logger } from "pino";
+import { loadCatalog } from "./compute/catalog/load-catalog.js";
+import { computeJsonRegistry, createComputeModule } from "./compute/compute-module.js";
 import type { Config } from "./config.js";
 import { KeyCache } from "./kms/key-cache.js";
 import { KeyManager } from "./kms/key-manager.js";
@@ -58,14 +61,31 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
   const sweeper = new Sweeper(manager, config.sweepIntervalMs, logger);
   const health = new HealthStatus();
   const shutdown = new AbortController();
+  // Connect links every call's signal to this one, so it has as many listeners as there are calls in flight.
+  setMaxListeners(0, shutdown.signal);
+  const compute = createComputeModule({
+    db,
+    clock,
+    logger,
+    catalog: loadCatalog(config.catalogFile),
+    providerDelayMs: config.providerDelayMs,
+    taskConcurrency: config.taskConcurrency,
+  });
 
   let router: ConnectRouter | undefined;
   const connectHandler = connectNodeAdapter({
     routes: (r) => {
-      registerRoutes(r, { kms: createKmsService(manager, clock, { minRotationMs: config.minRotationMs }), health });
+      registerRoutes(r, {
+        kms: createKmsService(manager, clock, { minRotationMs: config.minRotationMs }),
+        nodePools: compute.nodePoolService,
+        tasks: compute.taskService,
+        health,
+      });
       router = r;
     },
     interceptors: [callInterceptor(logger)],
+    // Connect JSON needs the types packed into google.protobuf.Any (task metadata, response, error details).
+    jsonOptions: { registry: computeJsonRegistry },
     readMaxBytes: MAX_REQUEST_BYTES,
     shutdownSignal: shutdown.signal,
     fallback: (req, res) => void fallback(req, res),
@@ -138,6 +158,7 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
         server.listen(config.port, config.host, () => {
           server.off("error", reject);
           sweeper.start();
+          compute.start();
           const address = server.address();
           resolve(typeof address === "object" && address !== null ? address.port : config.port);
         });
@@ -148,6 +169,8 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
     async close() {
       accepting = false;
       health.shutdown();
+      // First, so that WaitTask calls return now instead of holding up the drain below.
+      const computeStopped = compute.stop();
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       for (const session of sessions) session.close();
       h1?.closeIdleConnections();
@@ -161,6 +184,7 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
       for (const socket of sockets) socket.destroy();
       await closed;
       await sweeper.stop();
+      await computeStopped;
       await store.close();
     },
   };

@@ -18,6 +18,14 @@ export const reasons = {
   CRYPTO_KEY_VERSION_STATE_TRANSITION: "The version's current state does not allow the requested transition.",
   CIPHERTEXT_INVALID: "The ciphertext was altered, truncated, made with another key or checked with other additional authenticated data.",
   INTERNAL: "A fault in the server; the message carries a request id to quote, the details are in the server log.",
+  SERVICE_INSTANCE_NOT_FOUND: "No service instance (vDC) of the platform catalog has the given serviceInstanceId.",
+  CLUSTER_NOT_FOUND: "The service instance has no cluster with the given clusterId.",
+  NODE_POOL_NOT_FOUND: "The service instance has no node pool with the given nodePoolId (never created, or deleted).",
+  NODE_POOL_NAME_TAKEN: "Another node pool of the cluster already has this name, or is being renamed to it.",
+  NODE_POOL_TASK_IN_PROGRESS: "The node pool has an unfinished task; wait for it (ErrorInfo metadata taskId) before changing the pool again.",
+  TASK_NOT_FOUND: "The service instance has no task with the given taskId.",
+  NODE_CAPACITY_EXHAUSTED: "Task error: the cluster has fewer free nodes than the node pool needs; QuotaFailure and ErrorInfo metadata give the numbers.",
+  COMPUTE_FLAVOR_UNAVAILABLE: "Task error: the compute flavor exists but has no nodes to give now; retry after the RetryInfo delay or pick another flavor.",
 } as const;
 
 export type Reason = keyof typeof reasons;

@@ -16,6 +16,7 @@ const testEnv: Record<string, string> = {
   MASTER_KEY: Buffer.alloc(32, 7).toString("base64"),
   LOG_LEVEL: "warn",
   SHUTDOWN_TIMEOUT_SECONDS: "2",
+  PROVIDER_DELAY_MS: "0",
 };
 
 export interface TestServer {

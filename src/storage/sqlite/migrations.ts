@@ -36,6 +36,59 @@ const migrations: { version: number; sql: string }[] = [
       CREATE INDEX kms_versions_by_destroy_at ON kms_versions (destroy_at) WHERE wrapped_material IS NOT NULL AND destroy_at IS NOT NULL;
     `,
   },
+  {
+    // Node pools, their tasks, the workers that run them, and the nodes the simulated provider has placed.
+    version: 2,
+    sql: `
+      CREATE TABLE compute_node_pools (
+        seq INTEGER PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        service_instance_id TEXT NOT NULL,
+        cluster_id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        compute_flavor TEXT NOT NULL,
+        node_count INTEGER NOT NULL,
+        state TEXT NOT NULL,
+        active_task_id TEXT,
+        pending_name TEXT,
+        created_at INTEGER NOT NULL,
+        modified_at INTEGER NOT NULL
+      ) STRICT;
+      CREATE INDEX compute_node_pools_by_name ON compute_node_pools (cluster_id, name);
+      CREATE INDEX compute_node_pools_by_pending_name ON compute_node_pools (cluster_id, pending_name) WHERE pending_name IS NOT NULL;
+      CREATE TABLE compute_tasks (
+        seq INTEGER PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        command TEXT NOT NULL,
+        status TEXT NOT NULL,
+        service_instance_id TEXT NOT NULL,
+        cluster_id TEXT NOT NULL,
+        node_pool_id TEXT NOT NULL,
+        change TEXT NOT NULL,
+        created_by TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        modified_at INTEGER NOT NULL,
+        failure TEXT,
+        result TEXT,
+        attempts INTEGER NOT NULL,
+        claimed_by TEXT
+      ) STRICT;
+      CREATE INDEX compute_tasks_unfinished ON compute_tasks (seq) WHERE status IN ('PENDING', 'RUNNING');
+      CREATE INDEX compute_tasks_by_instance ON compute_tasks (service_instance_id, seq);
+      CREATE INDEX compute_tasks_by_pool ON compute_tasks (node_pool_id, seq);
+      CREATE TABLE compute_workers (
+        id TEXT PRIMARY KEY,
+        heartbeat_at INTEGER NOT NULL
+      ) STRICT;
+      CREATE TABLE compute_simulated_nodes (
+        node_pool_id TEXT PRIMARY KEY,
+        cluster_id TEXT NOT NULL,
+        reserved INTEGER NOT NULL,
+        ready INTEGER NOT NULL
+      ) STRICT;
+      CREATE INDEX compute_simulated_nodes_by_cluster ON compute_simulated_nodes (cluster_id);
+    `,
+  },
 ];
 
 export function migrate(db: Database.Database): void {

@@ -1,0 +1,81 @@
+import { randomUUID } from "node:crypto";
+import { createRegistry } from "@bufbuild/protobuf";
+import type { Registry } from "@bufbuild/protobuf";
+import type { ServiceImpl } from "@connectrpc/connect";
+import type Database from "better-sqlite3";
+import type { Logger } from "pino";
+import { file_compute_cluster_v1_node_pool } from "../../gen/compute/cluster/v1/node_pool_pb.js";
+import type { NodePoolService } from "../../gen/compute/cluster/v1/node_pool_pb.js";
+import type { TaskService } from "../../gen/compute/cluster/v1/task_pb.js";
+import { file_google_rpc_error_details } from "../../gen/google/rpc/error_details_pb.js";
+import type { Clock } from "../shared/clock.js";
+import { SqliteComputeStore } from "../storage/sqlite/sqlite-compute-store.js";
+import { SqliteNodeLedger } from "../storage/sqlite/sqlite-node-ledger.js";
+import type { Catalog } from "./catalog/catalog.js";
+import { NodePoolManager } from "./node-pools/node-pool-manager.js";
+import { createNodePoolService } from "./node-pools/node-pool-service.js";
+import { NodePoolTaskRunner } from "./node-pools/node-pool-task-runner.js";
+import { SimulatedProvider } from "./node-pools/simulated-provider.js";
+import { TaskManager } from "./tasks/task-manager.js";
+import { TaskNotifier } from "./tasks/task-notifier.js";
+import { createTaskService } from "./tasks/task-service.js";
+import { TaskWorker } from "./tasks/task-worker.js";
+
+// Every type a compute response packs into google.protobuf.Any: task metadata and response, and the error details
+// of task.error. Connect's JSON codec needs them to write (and a Connect JSON client to read) the canonical
+// {"@type": ...} form.
+export const computeJsonRegistry: Registry = createRegistry(file_compute_cluster_v1_node_pool, file_google_rpc_error_details);
+
+export interface ComputeModuleDeps {
+  db: Database.Database;
+  clock: Clock;
+  logger: Logger;
+  catalog: Catalog;
+  // Time the simulated provider takes per node brought up or down.
+  providerDelayMs: number;
+  // Node pool tasks run at the same time by this process.
+  taskConcurrency: number;
+}
+
+export interface ComputeModule {
+  nodePoolService: ServiceImpl<typeof NodePoolService>;
+  taskService: ServiceImpl<typeof TaskService>;
+  // Starts the worker, which first resumes the tasks left unfinished by an earlier run.
+  start(): void;
+  // Answers every WaitTask at once, stops taking tasks, and waits for the running ones to reach a safe point;
+  // they are resumed by the next start. Call it before closing the database.
+  stop(): Promise<void>;
+}
+
+// A worker that misses five heartbeats is taken for dead; its tasks resume elsewhere (or after a restart) within
+// about five seconds.
+const HEARTBEAT_MS = 1000;
+const LEASE_MS = 5000;
+
+export function createComputeModule(deps: ComputeModuleDeps): ComputeModule {
+  const logger = deps.logger.child({ component: "compute" });
+  const store = new SqliteComputeStore(deps.db);
+  const provider = new SimulatedProvider(new SqliteNodeLedger(deps.db), deps.catalog, { delayPerNodeMs: deps.providerDelayMs });
+  const notifier = new TaskNotifier();
+  const runner = new NodePoolTaskRunner(store, provider, deps.clock, logger);
+  const worker = new TaskWorker(
+    store,
+    async (task, workerId, signal) => {
+      const finished = await runner.run(task, workerId, signal);
+      if (finished !== null) notifier.notify(finished.id);
+    },
+    deps.clock,
+    logger,
+    { workerId: randomUUID(), concurrency: deps.taskConcurrency, heartbeatMs: HEARTBEAT_MS, leaseMs: LEASE_MS },
+  );
+  const manager = new NodePoolManager(store, deps.catalog, deps.clock, () => worker.kick());
+  return {
+    nodePoolService: createNodePoolService(manager),
+    taskService: createTaskService(new TaskManager(store, deps.catalog, notifier)),
+    start: () => worker.start(),
+    async stop() {
+      notifier.close();
+      await worker.stop();
+    },
+  };
+}

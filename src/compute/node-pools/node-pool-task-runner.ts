@@ -1,0 +1,76 @@
+import type { Logger } from "pino";
+import { DomainError } from "../../errors/domain-error.js";
+import type { Clock } from "../../shared/clock.js";
+import type { ComputeStore, TaskFinish } from "../../storage/compute-store.js";
+import type { TaskFailure, TaskRecord } from "../tasks/task-model.js";
+import type { NodePoolRecord, NodePoolSpec } from "./node-pool-model.js";
+import type { NodePoolProvider } from "./provider.js";
+
+// Carries out one claimed node pool task: asks the provider for the change, then records the outcome for the
+// task and the pool in one transaction. Returns the finished task, or null when the run stopped early (the
+// server is stopping) or the claim was lost; the task then stays RUNNING and a worker resumes it.
+export class NodePoolTaskRunner {
+  constructor(
+    private readonly store: ComputeStore,
+    private readonly provider: NodePoolProvider,
+    private readonly clock: Clock,
+    private readonly logger: Logger,
+  ) {}
+
+  async run(task: TaskRecord, workerId: string, signal: AbortSignal): Promise<TaskRecord | null> {
+    const pool = await this.store.getNodePool(task.nodePoolId);
+    let failure: TaskFailure | null = null;
+    try {
+      // The pool row goes only with the success of its delete task, recorded together with that task's end.
+      if (pool === null) throw new Error(`node pool ${task.nodePoolId} of unfinished task ${task.id} is missing`);
+      const spec = specOf(task, pool);
+      if (task.command === "DeleteNodePool") await this.provider.remove(spec, signal);
+      else await this.provider.apply(spec, signal);
+    } catch (err) {
+      if (signal.aborted) return null;
+      if (err instanceof DomainError) {
+        failure = { kind: "domain", error: err.detail };
+      } else {
+        this.logger.error({ err, taskId: task.id, nodePoolId: task.nodePoolId }, "node pool task failed with an internal error");
+        failure = { kind: "internal" };
+      }
+    }
+    const now = this.clock.now();
+    const finished = await this.store.finishTask(task.id, workerId, (current, currentPool) => finish(current, currentPool, failure, now));
+    return finished?.task ?? null;
+  }
+}
+
+// What the provider is asked for: the pool as it should be once the task is done.
+function specOf(task: TaskRecord, pool: NodePoolRecord): NodePoolSpec {
+  return {
+    serviceInstanceId: pool.serviceInstanceId,
+    clusterId: pool.clusterId,
+    nodePoolId: pool.id,
+    name: task.change.name ?? pool.name,
+    computeFlavor: pool.computeFlavor,
+    count: task.change.count ?? pool.count,
+  };
+}
+
+function finish(task: TaskRecord, pool: NodePoolRecord | null, failure: TaskFailure | null, now: number): TaskFinish {
+  const released = { activeTaskId: null, pendingName: null, modifiedAt: now };
+  if (pool === null) {
+    return { task: { ...task, status: "FAILED", modifiedAt: now, failure: failure ?? { kind: "internal" } }, pool: null };
+  }
+  if (failure !== null) {
+    return {
+      task: { ...task, status: "FAILED", modifiedAt: now, failure },
+      pool: { ...pool, ...released, state: task.change.stateIfFailed },
+    };
+  }
+  if (task.command === "DeleteNodePool") return { task: { ...task, status: "SUCCEEDED", modifiedAt: now }, pool: null };
+  const done: NodePoolRecord = {
+    ...pool,
+    ...released,
+    name: task.change.name ?? pool.name,
+    count: task.change.count ?? pool.count,
+    state: "RUNNING",
+  };
+  return { task: { ...task, status: "SUCCEEDED", modifiedAt: now, result: done }, pool: done };
+}

@@ -1,0 +1,81 @@
+import type { ComputeStore, TaskPage } from "../../storage/compute-store.js";
+import type { Catalog } from "../catalog/catalog.js";
+import { findServiceInstance } from "../catalog/catalog.js";
+import { serviceInstanceNotFound, taskNotFound } from "../compute-errors.js";
+import { Violations } from "../violations.js";
+import { isDone } from "./task-model.js";
+import type { TaskRecord } from "./task-model.js";
+import type { TaskNotifier } from "./task-notifier.js";
+
+export const DEFAULT_WAIT_MS = 30_000;
+export const MAX_WAIT_MS = 60_000;
+const MAX_PAGE = 1000;
+
+export interface TaskPageInput {
+  limit: number;
+  offset: number;
+}
+
+// Reading and waiting on tasks. A task is visible only under its own service instance.
+export class TaskManager {
+  constructor(
+    private readonly store: ComputeStore,
+    private readonly catalog: Catalog,
+    private readonly notifier: TaskNotifier,
+  ) {}
+
+  async get(serviceInstanceId: string, taskId: string): Promise<TaskRecord> {
+    const v = new Violations();
+    v.required("serviceInstanceId", serviceInstanceId);
+    v.required("taskId", taskId);
+    v.throwIfAny();
+    return this.read(serviceInstanceId, taskId);
+  }
+
+  private async read(serviceInstanceId: string, taskId: string): Promise<TaskRecord> {
+    if (findServiceInstance(this.catalog, serviceInstanceId) === undefined) throw serviceInstanceNotFound(serviceInstanceId);
+    const task = await this.store.getTask(taskId);
+    if (task === null || task.serviceInstanceId !== serviceInstanceId) throw taskNotFound(serviceInstanceId, taskId);
+    return task;
+  }
+
+  async list(serviceInstanceId: string, nodePoolId: string, page: TaskPageInput): Promise<TaskRecord[]> {
+    const v = new Violations();
+    v.required("serviceInstanceId", serviceInstanceId);
+    if (page.limit < 0 || page.limit > MAX_PAGE) v.add("page.limit", `must be between 0 and ${MAX_PAGE} (0 means 100), got ${page.limit}`);
+    if (page.offset < 0) v.add("page.offset", `must be at least 0, got ${page.offset}`);
+    v.throwIfAny();
+    if (findServiceInstance(this.catalog, serviceInstanceId) === undefined) throw serviceInstanceNotFound(serviceInstanceId);
+    const bounded: TaskPage = { limit: page.limit === 0 ? 100 : page.limit, offset: page.offset };
+    return this.store.listTasks(serviceInstanceId, nodePoolId === "" ? null : nodePoolId, bounded);
+  }
+
+  // Returns the task once it is done, or as it is when `timeoutMs` (undefined: the default) passes, when `signal`
+  // aborts (the caller went away), or when the server stops. Waiting costs a timer and a callback, no polling.
+  async wait(serviceInstanceId: string, taskId: string, timeoutMs: number | undefined, signal: AbortSignal): Promise<TaskRecord> {
+    const v = new Violations();
+    v.required("serviceInstanceId", serviceInstanceId);
+    v.required("taskId", taskId);
+    if (timeoutMs !== undefined && (timeoutMs < 0 || timeoutMs > MAX_WAIT_MS)) {
+      v.add("timeout", `must be between 0s and ${MAX_WAIT_MS / 1000}s, got ${timeoutMs / 1000}s`);
+    }
+    v.throwIfAny();
+    let wake = (): void => {};
+    const woken = new Promise<void>((resolve) => (wake = resolve));
+    // Subscribed before the first read, so a task finishing in between still wakes this waiter.
+    const unsubscribe = this.notifier.subscribe(taskId, wake);
+    const timer = setTimeout(wake, timeoutMs ?? DEFAULT_WAIT_MS);
+    signal.addEventListener("abort", wake);
+    if (signal.aborted) wake();
+    try {
+      const task = await this.read(serviceInstanceId, taskId);
+      if (isDone(task.status) || timeoutMs === 0) return task;
+      await woken;
+      return await this.read(serviceInstanceId, taskId);
+    } finally {
+      unsubscribe();
+      clearTimeout(timer);
+      signal.removeEventListener("abort", wake);
+    }
+  }
+}

@@ -1,0 +1,30 @@
+import type { ServiceImpl } from "@connectrpc/connect";
+import type { Duration } from "@bufbuild/protobuf/wkt";
+import type { TaskService } from "../../../gen/compute/cluster/v1/task_pb.js";
+import type { TaskManager } from "./task-manager.js";
+import { taskToProto } from "./task-to-proto.js";
+
+function durationMs(d: Duration): number {
+  return Number(d.seconds) * 1000 + Math.trunc(d.nanos / 1e6);
+}
+
+// The transport side of tasks: unpacks requests for the TaskManager and packs its records into messages.
+export function createTaskService(tasks: TaskManager): ServiceImpl<typeof TaskService> {
+  return {
+    async getTask(req) {
+      return { task: taskToProto(await tasks.get(req.serviceInstanceId, req.taskId)) };
+    },
+
+    async listTasks(req) {
+      const page = { limit: req.page?.limit ?? 0, offset: req.page?.offset ?? 0 };
+      const list = await tasks.list(req.serviceInstanceId, req.nodePoolId, page);
+      return { tasks: list.map(taskToProto) };
+    },
+
+    // The call's signal ends the wait when the caller gives up or its deadline passes.
+    async waitTask(req, context) {
+      const timeoutMs = req.timeout === undefined ? undefined : durationMs(req.timeout);
+      return { task: taskToProto(await tasks.wait(req.serviceInstanceId, req.taskId, timeoutMs, context.signal)) };
+    },
+  };
+}

@@ -1,0 +1,104 @@
+import { setMaxListeners } from "node:events";
+import type { Logger } from "pino";
+import type { Clock } from "../../shared/clock.js";
+import type { ComputeStore } from "../../storage/compute-store.js";
+import type { TaskRecord } from "./task-model.js";
+
+export interface TaskWorkerSettings {
+  // Unique per process and start, so that a restarted server never mistakes a dead worker's tasks for its own.
+  workerId: string;
+  // Tasks run at the same time; each mostly waits on its provider.
+  concurrency: number;
+  // How often the worker proves it is alive and looks for tasks that other processes added or left behind.
+  heartbeatMs: number;
+  // A worker silent for this long is taken for dead, and its RUNNING tasks are resumed by another.
+  leaseMs: number;
+}
+
+// Takes stored tasks and runs them. Claims are atomic in the store, so a task is run by one worker at a time; a
+// task whose worker died (no heartbeat within the lease) is claimed again and resumed, which is why the work it
+// does must be idempotent.
+export class TaskWorker {
+  private readonly running = new Set<Promise<void>>();
+  private readonly abort = new AbortController();
+  private timer: NodeJS.Timeout | null = null;
+  private started = false;
+  private stopped = false;
+  private lastBeat = Number.NEGATIVE_INFINITY;
+  private filling: Promise<void> | null = null;
+  private refill = false;
+
+  constructor(
+    private readonly store: ComputeStore,
+    private readonly execute: (task: TaskRecord, workerId: string, signal: AbortSignal) => Promise<void>,
+    private readonly clock: Clock,
+    private readonly logger: Logger,
+    private readonly settings: TaskWorkerSettings,
+  ) {
+    // Every running task listens on the one stop signal, often more than once (a provider's timers); that is not
+    // a leak, so Node's warning above 10 listeners does not apply.
+    setMaxListeners(0, this.abort.signal);
+  }
+
+  start(): void {
+    if (this.started) return;
+    this.started = true;
+    this.timer = setInterval(() => this.kick(), this.settings.heartbeatMs);
+    this.timer.unref();
+    this.kick();
+  }
+
+  // Looks for work now: a task was stored, a slot came free, or the heartbeat is due. Calls never overlap; one
+  // that comes in during a pass makes another pass follow.
+  kick(): void {
+    if (!this.started || this.stopped) return;
+    if (this.filling !== null) {
+      this.refill = true;
+      return;
+    }
+    this.filling = this.fill()
+      .catch((err: unknown) => this.logger.error({ err }, "task worker could not take tasks; trying again at the next heartbeat"))
+      .finally(() => {
+        this.filling = null;
+        if (this.refill) {
+          this.refill = false;
+          this.kick();
+        }
+      });
+  }
+
+  private async fill(): Promise<void> {
+    // The heartbeat is written before any claim, so the store never sees this worker's tasks as orphans. Half the
+    // interval: a timer that fires a little early must not skip a beat.
+    if (this.clock.now() - this.lastBeat >= this.settings.heartbeatMs / 2) {
+      const now = this.clock.now();
+      await this.store.heartbeat(this.settings.workerId, now, now - this.settings.leaseMs);
+      this.lastBeat = now;
+    }
+    while (!this.stopped && this.running.size < this.settings.concurrency) {
+      const now = this.clock.now();
+      const task = await this.store.claimTask(this.settings.workerId, now, now - this.settings.leaseMs);
+      if (task === null) return;
+      if (task.attempts > 1) this.logger.info({ taskId: task.id, command: task.command, attempt: task.attempts }, "resuming unfinished task");
+      const run: Promise<void> = this.execute(task, this.settings.workerId, this.abort.signal)
+        .catch((err: unknown) => this.logger.error({ err, taskId: task.id }, "task run failed; it resumes after a restart"))
+        .finally(() => {
+          this.running.delete(run);
+          this.kick();
+        });
+      this.running.add(run);
+    }
+  }
+
+  // Stops taking tasks, asks the running ones to stop at a safe point, waits for them, and gives up the claims so
+  // that the next start resumes them at once.
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    if (this.timer !== null) clearInterval(this.timer);
+    this.abort.abort();
+    await this.filling;
+    await Promise.all(this.running);
+    if (this.started) await this.store.retireWorker(this.settings.workerId);
+  }
+}

@@ -1,0 +1,258 @@
+import type Database from "better-sqlite3";
+import { nodePoolNameTaken } from "../../compute/compute-errors.js";
+import type { NodePoolRecord, NodePoolState } from "../../compute/node-pools/node-pool-model.js";
+import type { NodePoolChange, TaskCommand, TaskFailure, TaskRecord, TaskStatus } from "../../compute/tasks/task-model.js";
+import type { ComputeStore, PoolTaskStart, TaskFinish, TaskPage } from "../compute-store.js";
+
+interface PoolRow {
+  id: string;
+  service_instance_id: string;
+  cluster_id: string;
+  name: string;
+  compute_flavor: string;
+  node_count: number;
+  state: string;
+  active_task_id: string | null;
+  pending_name: string | null;
+  created_at: number;
+  modified_at: number;
+}
+
+interface TaskRow {
+  id: string;
+  command: string;
+  status: string;
+  service_instance_id: string;
+  cluster_id: string;
+  node_pool_id: string;
+  change: string;
+  created_by: string;
+  created_at: number;
+  modified_at: number;
+  failure: string | null;
+  result: string | null;
+  attempts: number;
+}
+
+function poolFromRow(r: PoolRow): NodePoolRecord {
+  return {
+    id: r.id,
+    serviceInstanceId: r.service_instance_id,
+    clusterId: r.cluster_id,
+    name: r.name,
+    computeFlavor: r.compute_flavor,
+    count: r.node_count,
+    state: r.state as NodePoolState,
+    activeTaskId: r.active_task_id,
+    pendingName: r.pending_name,
+    createdAt: r.created_at,
+    modifiedAt: r.modified_at,
+  };
+}
+
+function poolParams(p: NodePoolRecord) {
+  return {
+    id: p.id,
+    service_instance_id: p.serviceInstanceId,
+    cluster_id: p.clusterId,
+    name: p.name,
+    compute_flavor: p.computeFlavor,
+    node_count: p.count,
+    state: p.state,
+    active_task_id: p.activeTaskId,
+    pending_name: p.pendingName,
+    created_at: p.createdAt,
+    modified_at: p.modifiedAt,
+  };
+}
+
+// The change, the failure and the result are small documents written and read whole, so they are JSON columns.
+function taskFromRow(r: TaskRow): TaskRecord {
+  return {
+    id: r.id,
+    command: r.command as TaskCommand,
+    status: r.status as TaskStatus,
+    serviceInstanceId: r.service_instance_id,
+    clusterId: r.cluster_id,
+    nodePoolId: r.node_pool_id,
+    change: JSON.parse(r.change) as NodePoolChange,
+    createdBy: r.created_by,
+    createdAt: r.created_at,
+    modifiedAt: r.modified_at,
+    failure: r.failure === null ? null : (JSON.parse(r.failure) as TaskFailure),
+    result: r.result === null ? null : (JSON.parse(r.result) as NodePoolRecord),
+    attempts: r.attempts,
+  };
+}
+
+function taskParams(t: TaskRecord) {
+  return {
+    id: t.id,
+    command: t.command,
+    status: t.status,
+    service_instance_id: t.serviceInstanceId,
+    cluster_id: t.clusterId,
+    node_pool_id: t.nodePoolId,
+    change: JSON.stringify(t.change),
+    created_by: t.createdBy,
+    created_at: t.createdAt,
+    modified_at: t.modifiedAt,
+    failure: t.failure === null ? null : JSON.stringify(t.failure),
+    result: t.result === null ? null : JSON.stringify(t.result),
+    attempts: t.attempts,
+  };
+}
+
+// better-sqlite3 is synchronous, so each method runs to completion without interleaving with another call of this
+// process; IMMEDIATE transactions also serialize writers of other processes on the same file.
+export class SqliteComputeStore implements ComputeStore {
+  private readonly stmt;
+
+  constructor(private readonly db: Database.Database) {
+    this.stmt = {
+      insertPool: db.prepare(
+        `INSERT INTO compute_node_pools (id, service_instance_id, cluster_id, name, compute_flavor, node_count, state,
+           active_task_id, pending_name, created_at, modified_at)
+         VALUES (@id, @service_instance_id, @cluster_id, @name, @compute_flavor, @node_count, @state, @active_task_id,
+           @pending_name, @created_at, @modified_at)`,
+      ),
+      updatePool: db.prepare(
+        `UPDATE compute_node_pools SET name = @name, node_count = @node_count, state = @state,
+           active_task_id = @active_task_id, pending_name = @pending_name, modified_at = @modified_at WHERE id = @id`,
+      ),
+      deletePool: db.prepare("DELETE FROM compute_node_pools WHERE id = ?"),
+      getPool: db.prepare("SELECT * FROM compute_node_pools WHERE id = ?"),
+      listPools: db.prepare("SELECT * FROM compute_node_pools WHERE service_instance_id = ? AND cluster_id = ? ORDER BY seq"),
+      nameHolder: db.prepare(
+        `SELECT id FROM compute_node_pools WHERE cluster_id = @cluster_id AND id <> @id
+           AND (name = @name OR pending_name = @name) LIMIT 1`,
+      ),
+      insertTask: db.prepare(
+        `INSERT INTO compute_tasks (id, command, status, service_instance_id, cluster_id, node_pool_id, change, created_by,
+           created_at, modified_at, failure, result, attempts)
+         VALUES (@id, @command, @status, @service_instance_id, @cluster_id, @node_pool_id, @change, @created_by,
+           @created_at, @modified_at, @failure, @result, @attempts)`,
+      ),
+      finishTask: db.prepare(
+        `UPDATE compute_tasks SET status = @status, modified_at = @modified_at, failure = @failure, result = @result,
+           claimed_by = NULL WHERE id = @id`,
+      ),
+      getTask: db.prepare("SELECT * FROM compute_tasks WHERE id = ?"),
+      claimedTask: db.prepare("SELECT * FROM compute_tasks WHERE id = ? AND status = 'RUNNING' AND claimed_by = ?"),
+      listTasks: db.prepare("SELECT * FROM compute_tasks WHERE service_instance_id = ? ORDER BY seq DESC LIMIT ? OFFSET ?"),
+      listPoolTasks: db.prepare(
+        "SELECT * FROM compute_tasks WHERE service_instance_id = ? AND node_pool_id = ? ORDER BY seq DESC LIMIT ? OFFSET ?",
+      ),
+      heartbeat: db.prepare(
+        `INSERT INTO compute_workers (id, heartbeat_at) VALUES (?, ?)
+         ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at`,
+      ),
+      retireWorker: db.prepare("DELETE FROM compute_workers WHERE id = ?"),
+      forgetWorkers: db.prepare("DELETE FROM compute_workers WHERE heartbeat_at < ?"),
+      // One statement: picking the task and marking it ours cannot be split by another writer. Taking a task over
+      // from a dead worker is not a change a caller sees, so modified_at moves only on PENDING -> RUNNING.
+      claimTask: db.prepare(
+        `UPDATE compute_tasks
+         SET status = 'RUNNING', claimed_by = @worker, attempts = attempts + 1,
+             modified_at = CASE WHEN status = 'PENDING' THEN @now ELSE modified_at END
+         WHERE seq = (
+           SELECT t.seq FROM compute_tasks t LEFT JOIN compute_workers w ON w.id = t.claimed_by
+           WHERE t.status IN ('PENDING', 'RUNNING')
+             AND (t.status = 'PENDING'
+               OR (t.claimed_by IS NOT @worker AND (w.heartbeat_at IS NULL OR w.heartbeat_at < @stale_before)))
+           ORDER BY t.seq LIMIT 1)
+         RETURNING *`,
+      ),
+    };
+  }
+
+  private assertNameFree(clusterId: string, name: string, poolId: string): void {
+    const holder = this.stmt.nameHolder.pluck().get({ cluster_id: clusterId, name, id: poolId }) as string | undefined;
+    if (holder !== undefined) throw nodePoolNameTaken(clusterId, name, holder);
+  }
+
+  private readPool(id: string): NodePoolRecord | null {
+    const row = this.stmt.getPool.get(id) as PoolRow | undefined;
+    return row === undefined ? null : poolFromRow(row);
+  }
+
+  async getNodePool(id: string): Promise<NodePoolRecord | null> {
+    return this.readPool(id);
+  }
+
+  async listNodePools(serviceInstanceId: string, clusterId: string): Promise<NodePoolRecord[]> {
+    return (this.stmt.listPools.all(serviceInstanceId, clusterId) as PoolRow[]).map(poolFromRow);
+  }
+
+  async createNodePool(pool: NodePoolRecord, task: TaskRecord): Promise<void> {
+    this.db
+      .transaction(() => {
+        this.assertNameFree(pool.clusterId, pool.name, pool.id);
+        this.stmt.insertPool.run(poolParams(pool));
+        this.stmt.insertTask.run(taskParams(task));
+      })
+      .immediate();
+  }
+
+  async startPoolTask(poolId: string, decide: (current: NodePoolRecord) => PoolTaskStart): Promise<PoolTaskStart | null> {
+    return this.db
+      .transaction(() => {
+        const current = this.readPool(poolId);
+        if (current === null) return null;
+        const start = decide(current);
+        if (start.pool.pendingName !== null) this.assertNameFree(current.clusterId, start.pool.pendingName, poolId);
+        this.stmt.updatePool.run(poolParams(start.pool));
+        this.stmt.insertTask.run(taskParams(start.task));
+        return start;
+      })
+      .immediate();
+  }
+
+  async getTask(id: string): Promise<TaskRecord | null> {
+    const row = this.stmt.getTask.get(id) as TaskRow | undefined;
+    return row === undefined ? null : taskFromRow(row);
+  }
+
+  async listTasks(serviceInstanceId: string, nodePoolId: string | null, page: TaskPage): Promise<TaskRecord[]> {
+    const rows =
+      nodePoolId === null
+        ? this.stmt.listTasks.all(serviceInstanceId, page.limit, page.offset)
+        : this.stmt.listPoolTasks.all(serviceInstanceId, nodePoolId, page.limit, page.offset);
+    return (rows as TaskRow[]).map(taskFromRow);
+  }
+
+  async heartbeat(workerId: string, now: number, forgetBefore: number): Promise<void> {
+    this.db.transaction(() => {
+      this.stmt.forgetWorkers.run(forgetBefore);
+      this.stmt.heartbeat.run(workerId, now);
+    })();
+  }
+
+  async retireWorker(workerId: string): Promise<void> {
+    this.stmt.retireWorker.run(workerId);
+  }
+
+  async claimTask(workerId: string, now: number, staleBefore: number): Promise<TaskRecord | null> {
+    const row = this.stmt.claimTask.get({ worker: workerId, now, stale_before: staleBefore }) as TaskRow | undefined;
+    return row === undefined ? null : taskFromRow(row);
+  }
+
+  async finishTask(
+    taskId: string,
+    workerId: string,
+    decide: (task: TaskRecord, pool: NodePoolRecord | null) => TaskFinish,
+  ): Promise<TaskFinish | null> {
+    return this.db
+      .transaction(() => {
+        const row = this.stmt.claimedTask.get(taskId, workerId) as TaskRow | undefined;
+        if (row === undefined) return null;
+        const task = taskFromRow(row);
+        const finish = decide(task, this.readPool(task.nodePoolId));
+        this.stmt.finishTask.run(taskParams(finish.task));
+        if (finish.pool === null) this.stmt.deletePool.run(task.nodePoolId);
+        else this.stmt.updatePool.run(poolParams(finish.pool));
+        return finish;
+      })
+      .immediate();
+  }
+}

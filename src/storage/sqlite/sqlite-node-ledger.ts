@@ -1,0 +1,68 @@
+import type Database from "better-sqlite3";
+import type { NodeLedger, PlacedNodes, Reservation } from "../node-ledger.js";
+
+interface PlacedRow {
+  node_pool_id: string;
+  cluster_id: string;
+  reserved: number;
+  ready: number;
+}
+
+function placedFromRow(r: PlacedRow): PlacedNodes {
+  return { clusterId: r.cluster_id, nodePoolId: r.node_pool_id, reserved: r.reserved, ready: r.ready };
+}
+
+// The capacity check and the reservation run in one IMMEDIATE transaction: no other writer can place nodes in
+// between, so the pools of a cluster never hold more than its capacity.
+export class SqliteNodeLedger implements NodeLedger {
+  private readonly stmt;
+
+  constructor(private readonly db: Database.Database) {
+    this.stmt = {
+      get: db.prepare("SELECT * FROM compute_simulated_nodes WHERE node_pool_id = ?"),
+      reservedByOthers: db.prepare(
+        "SELECT COALESCE(SUM(reserved), 0) FROM compute_simulated_nodes WHERE cluster_id = ? AND node_pool_id <> ?",
+      ),
+      upsert: db.prepare(
+        `INSERT INTO compute_simulated_nodes (node_pool_id, cluster_id, reserved, ready) VALUES (@pool, @cluster, @reserved, @ready)
+         ON CONFLICT (node_pool_id) DO UPDATE SET reserved = excluded.reserved, ready = excluded.ready`,
+      ),
+      setReady: db.prepare("UPDATE compute_simulated_nodes SET ready = ? WHERE node_pool_id = ?"),
+      release: db.prepare("DELETE FROM compute_simulated_nodes WHERE node_pool_id = ?"),
+    };
+  }
+
+  private read(nodePoolId: string): PlacedNodes | null {
+    const row = this.stmt.get.get(nodePoolId) as PlacedRow | undefined;
+    return row === undefined ? null : placedFromRow(row);
+  }
+
+  async get(nodePoolId: string): Promise<PlacedNodes | null> {
+    return this.read(nodePoolId);
+  }
+
+  async reserve(clusterId: string, nodePoolId: string, nodes: number, capacity: number): Promise<Reservation> {
+    return this.db
+      .transaction((): Reservation => {
+        const current = this.read(nodePoolId);
+        if (current !== null && current.reserved >= nodes) return { ok: true };
+        const others = this.stmt.reservedByOthers.pluck().get(clusterId, nodePoolId) as number;
+        if (others + nodes > capacity) return { ok: false, free: Math.max(0, capacity - others) };
+        this.stmt.upsert.run({ pool: nodePoolId, cluster: clusterId, reserved: nodes, ready: current?.ready ?? 0 });
+        return { ok: true };
+      })
+      .immediate();
+  }
+
+  async setReady(nodePoolId: string, ready: number): Promise<void> {
+    this.stmt.setReady.run(ready, nodePoolId);
+  }
+
+  async settle(clusterId: string, nodePoolId: string, nodes: number): Promise<void> {
+    this.stmt.upsert.run({ pool: nodePoolId, cluster: clusterId, reserved: nodes, ready: nodes });
+  }
+
+  async release(nodePoolId: string): Promise<void> {
+    this.stmt.release.run(nodePoolId);
+  }
+}

@@ -1,0 +1,58 @@
+import type { JsonObject } from "@bufbuild/protobuf";
+import { setTimeout as sleep } from "node:timers/promises";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { spawnServer } from "../support/server.js";
+import type { SpawnedServer } from "../support/server.js";
+import { tempDir } from "../support/temp-dir.js";
+import { CLUSTER, FLAVOR, VDC, rest, restNodePoolId, writeTestCatalog } from "./compute-helpers.js";
+
+// kill -9 in the middle of provisioning: the stored task survives, and the next server on the same data
+// directory finishes it.
+describe("a node pool task interrupted by SIGKILL", () => {
+  let dir: ReturnType<typeof tempDir>;
+  const servers: SpawnedServer[] = [];
+
+  beforeEach(() => {
+    dir = tempDir();
+  });
+
+  afterEach(async () => {
+    for (const s of servers.splice(0)) await s.kill("SIGKILL");
+    dir.remove();
+  });
+
+  it("resumes after a restart on the same data directory and leaves the pool RUNNING", { timeout: 120_000 }, async () => {
+    const env = { CATALOG_FILE: writeTestCatalog(dir.path), PROVIDER_DELAY_MS: "1500" };
+    const dataDir = `${dir.path}/data`;
+    const first = await spawnServer({ dataDir, env });
+    servers.push(first);
+    const created = await rest(first.url, "POST", `/cluster/v1/${VDC}/node-pools`, {
+      clusterId: CLUSTER,
+      nodeConfig: { computeFlavor: FLAVOR },
+      nodePoolName: "survivor",
+      scalePolicy: { fixedScale: { count: 4 } },
+    });
+    expect(created.status).toBe(200);
+    const task = created.json.task as JsonObject;
+    const taskPath = `/cluster/v1/${VDC}/tasks/${String(task.id)}`;
+    const nodePoolId = restNodePoolId(task);
+
+    // Wait until a worker runs it and the first node is up, then pull the plug.
+    await expect.poll(async () => ((await rest(first.url, "GET", taskPath)).json.task as JsonObject).status, { timeout: 10_000 }).toBe("RUNNING");
+    await sleep(1600);
+    await first.kill("SIGKILL");
+    servers.splice(servers.indexOf(first), 1);
+
+    const second = await spawnServer({ dataDir, env });
+    servers.push(second);
+    const pool = await rest(second.url, "GET", `/cluster/v1/${VDC}/node-pools/${nodePoolId}`);
+    expect((pool.json.nodePool as JsonObject).state).toBe("PROVISIONING");
+
+    const waited = await rest(second.url, "POST", `${taskPath}:wait`, { timeout: "60s" });
+    expect(waited.status).toBe(200);
+    expect(waited.json.task).toMatchObject({ id: task.id, status: "SUCCEEDED", done: true, createdAt: task.createdAt });
+    const after = await rest(second.url, "GET", `/cluster/v1/${VDC}/node-pools/${nodePoolId}`);
+    expect(after.json.nodePool).toMatchObject({ name: "survivor", state: "RUNNING", scalePolicy: { fixedScale: { count: 4 } } });
+    expect(second.logs()).toContain("resuming unfinished task");
+  });
+});
