@@ -10,6 +10,8 @@ import type { Logger } from "pino";
 import { loadCatalog } from "./compute/catalog/load-catalog.js";
 import { computeJsonRegistry, createComputeModule } from "./compute/compute-module.js";
 import type { Config } from "./config.js";
+import { KeyManagerService } from "../gen/kms/v1/kms_pb.js";
+import { createCryptoHandlers } from "./kms/crypto-handlers.js";
 import { KeyCache } from "./kms/key-cache.js";
 import { KeyManager } from "./kms/key-manager.js";
 import { createKmsService } from "./kms/kms-service.js";
@@ -22,6 +24,7 @@ import { openDatabase } from "./storage/sqlite/database.js";
 import { SqliteKmsStore } from "./storage/sqlite/sqlite-kms-store.js";
 import { applyCors } from "./transport/cors.js";
 import { HealthStatus } from "./transport/grpc/health-service.js";
+import { UnaryFastPath, fastUnary } from "./transport/grpc/unary-fast-path.js";
 import { callInterceptor } from "./transport/interceptors.js";
 import { createCleartextListener } from "./transport/listener.js";
 import { createRestHandler } from "./transport/rest/rest-handler.js";
@@ -58,6 +61,12 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
   const manager = new KeyManager(store, new KeyCache(masterKey, config.keyCacheSize), masterKey, clock, {
     destroyGraceMs: config.destroyGraceMs,
   });
+  const crypto = createCryptoHandlers(manager);
+  const fastPath = new UnaryFastPath(
+    [fastUnary(KeyManagerService.method.encrypt, crypto.encrypt), fastUnary(KeyManagerService.method.decrypt, crypto.decrypt)],
+    logger,
+    MAX_REQUEST_BYTES,
+  );
   const sweeper = new Sweeper(manager, config.sweepIntervalMs, logger);
   const health = new HealthStatus();
   const shutdown = new AbortController();
@@ -76,7 +85,7 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
   const connectHandler = connectNodeAdapter({
     routes: (r) => {
       registerRoutes(r, {
-        kms: createKmsService(manager, clock, { minRotationMs: config.minRotationMs }),
+        kms: createKmsService(manager, crypto, clock, { minRotationMs: config.minRotationMs }),
         nodePools: compute.nodePoolService,
         tasks: compute.taskService,
         health,
@@ -107,16 +116,32 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
 
   let inFlight = 0;
   let drained: (() => void) | null = null;
+  function track(call: { once(event: "close", listener: () => void): unknown }): void {
+    inFlight++;
+    call.once("close", () => {
+      inFlight--;
+      if (inFlight === 0) drained?.();
+    });
+  }
   function handle(req: Req, res: Res): void {
     if (applyCors(config.corsAllowedOrigins, req, res)) return;
-    if (!longLivedPaths.has(req.url ?? "")) {
-      inFlight++;
-      res.once("close", () => {
-        inFlight--;
-        if (inFlight === 0) drained?.();
-      });
-    }
+    if (!longLivedPaths.has(req.url ?? "")) track(res);
     connectHandler(req, res);
+  }
+
+  // Node's HTTP/2 compatibility layer turns every stream into request and response objects through its own
+  // "stream" listener. Fast-path streams are served before that, so they never pay for those objects; every
+  // other stream goes on to Node's listener unchanged.
+  function serveFastPathFirst(server: http2.Http2Server | http2.Http2SecureServer): void {
+    const compat = server.listeners("stream") as ((...args: unknown[]) => void)[];
+    server.removeAllListeners("stream");
+    server.on("stream", (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, ...rest: unknown[]) => {
+      if (fastPath.tryServe(stream, headers)) {
+        track(stream);
+        return;
+      }
+      for (const listener of compat) listener.call(server, stream, headers, ...rest);
+    });
   }
 
   const sockets = new Set<net.Socket>();
@@ -136,6 +161,7 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
       handle,
     );
     secure.on("session", trackSession);
+    serveFastPathFirst(secure);
     secure.on("connection", (socket: net.Socket) => {
       sockets.add(socket);
       socket.once("close", () => sockets.delete(socket));
@@ -145,6 +171,7 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
     h1 = http.createServer(handle);
     const h2 = http2.createServer({ settings: h2Settings }, handle);
     h2.on("session", trackSession);
+    serveFastPathFirst(h2);
     server = createCleartextListener(h1, h2, sockets);
   }
 

@@ -22,6 +22,21 @@ const gcmNames: Record<Algorithm, "aes-128-gcm" | "aes-192-gcm" | "aes-256-gcm">
   AES_256: "aes-256-gcm",
 };
 
+// Nonces come from a pool of CSPRNG output, refilled every 4096 nonces: one call into OpenSSL per refill instead
+// of one per Encrypt. Each byte of the pool is used once, so nonces stay 96 random bits. Nonces are not secret
+// (every ciphertext carries its own), so the pool needs no wiping.
+const NONCE_POOL = Buffer.allocUnsafe(NONCE_BYTES * 4096);
+let nonceOffset = NONCE_POOL.length;
+
+function takeNonce(target: Buffer, at: number): void {
+  if (nonceOffset === NONCE_POOL.length) {
+    randomFillSync(NONCE_POOL);
+    nonceOffset = 0;
+  }
+  NONCE_POOL.copy(target, at, nonceOffset, nonceOffset + NONCE_BYTES);
+  nonceOffset += NONCE_BYTES;
+}
+
 function additionalData(header: Uint8Array, keyId: Buffer, aad: Uint8Array): Buffer {
   const out = Buffer.allocUnsafe(HEADER_BYTES + 2 + keyId.length + aad.length);
   out.set(header, 0);
@@ -43,8 +58,8 @@ export function seal(
   const out = Buffer.allocUnsafe(OVERHEAD + plaintext.length);
   out[0] = FORMAT;
   out.writeUInt32BE(versionId, 1);
+  takeNonce(out, HEADER_BYTES);
   const nonce = out.subarray(HEADER_BYTES, HEADER_BYTES + NONCE_BYTES);
-  randomFillSync(nonce);
   const cipher = createCipheriv(gcmNames[algorithm], key, nonce);
   cipher.setAAD(additionalData(out.subarray(0, HEADER_BYTES), keyId, aad));
   const body = cipher.update(plaintext);

@@ -3,12 +3,11 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import type { KeyManagerService } from "../../gen/kms/v1/kms_pb.js";
 import type { Clock } from "../shared/clock.js";
 import { principalKey } from "../transport/context.js";
+import type { CryptoHandlers } from "./crypto-handlers.js";
 import type { KeyChanges, KeyManager } from "./key-manager.js";
 import {
-  MAX_DATA_BYTES,
   Violations,
   algorithmOf,
-  checkData,
   checkDescription,
   checkKeyId,
   checkLabels,
@@ -29,6 +28,7 @@ export interface KmsServiceSettings {
 // its records into messages. No rule of the domain lives here.
 export function createKmsService(
   manager: KeyManager,
+  crypto: CryptoHandlers,
   clock: Clock,
   settings: KmsServiceSettings,
 ): ServiceImpl<typeof KeyManagerService> {
@@ -40,33 +40,8 @@ export function createKmsService(
   }
 
   return {
-    encrypt(req) {
-      // Validation is inlined on the hot path: no allocation unless something is wrong.
-      if (req.keyId === "" || req.keyVersionId < 1 || req.plaintext.length === 0 || req.plaintext.length > MAX_DATA_BYTES || req.additionalAuthenticatedData.length > MAX_DATA_BYTES) {
-        const v = new Violations();
-        checkKeyId(v, "keyId", req.keyId);
-        checkVersionId(v, req.keyVersionId);
-        checkData(v, "plaintext", req.plaintext, true);
-        checkData(v, "additionalAuthenticatedData", req.additionalAuthenticatedData, false);
-        v.throwIfAny();
-      }
-      const sealed = manager.encrypt(req.keyId, req.keyVersionId, req.plaintext, req.additionalAuthenticatedData);
-      const respond = (ciphertext: Uint8Array) => ({ keyId: req.keyId, keyVersionId: req.keyVersionId, ciphertext });
-      return sealed instanceof Promise ? sealed.then(respond) : respond(sealed);
-    },
-
-    decrypt(req) {
-      if (req.keyId === "" || req.ciphertext.length === 0 || req.additionalAuthenticatedData.length > MAX_DATA_BYTES) {
-        const v = new Violations();
-        checkKeyId(v, "keyId", req.keyId);
-        checkData(v, "ciphertext", req.ciphertext, true);
-        checkData(v, "additionalAuthenticatedData", req.additionalAuthenticatedData, false);
-        v.throwIfAny();
-      }
-      const opened = manager.decrypt(req.keyId, req.ciphertext, req.additionalAuthenticatedData);
-      const respond = (r: { versionId: number; plaintext: Uint8Array }) => ({ keyId: req.keyId, keyVersionId: r.versionId, plaintext: r.plaintext });
-      return opened instanceof Promise ? opened.then(respond) : respond(opened);
-    },
+    encrypt: (req) => crypto.encrypt(req),
+    decrypt: (req) => crypto.decrypt(req),
 
     async listCryptoKeys(req) {
       const v = new Violations();

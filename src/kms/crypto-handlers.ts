@@ -1,0 +1,55 @@
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { DecryptRequest, DecryptResponseSchema, EncryptRequest, EncryptResponseSchema } from "../../gen/kms/v1/kms_pb.js";
+import type { KeyManager } from "./key-manager.js";
+import { MAX_DATA_BYTES, Violations, checkData, checkKeyId, checkVersionId } from "./request-validation.js";
+
+type MaybePromise<T> = T | Promise<T>;
+
+export interface CryptoHandlers {
+  encrypt(req: EncryptRequest): MaybePromise<MessageInitShape<typeof EncryptResponseSchema>>;
+  decrypt(req: DecryptRequest): MaybePromise<MessageInitShape<typeof DecryptResponseSchema>>;
+}
+
+// Encrypt and Decrypt as plain functions of the request, shared by the Connect service and the gRPC fast path
+// (src/transport/grpc/unary-fast-path.ts), so both apply the very same checks. On a cache hit they return
+// synchronously, and the checks are plain comparisons that build violations only when something is wrong.
+export function createCryptoHandlers(manager: KeyManager): CryptoHandlers {
+  return {
+    encrypt(req) {
+      if (
+        req.keyId === "" ||
+        req.keyVersionId < 1 ||
+        req.plaintext.length === 0 ||
+        req.plaintext.length > MAX_DATA_BYTES ||
+        req.additionalAuthenticatedData.length > MAX_DATA_BYTES
+      ) {
+        const v = new Violations();
+        checkKeyId(v, "keyId", req.keyId);
+        checkVersionId(v, req.keyVersionId);
+        checkData(v, "plaintext", req.plaintext, true);
+        checkData(v, "additionalAuthenticatedData", req.additionalAuthenticatedData, false);
+        v.throwIfAny();
+      }
+      const sealed = manager.encrypt(req.keyId, req.keyVersionId, req.plaintext, req.additionalAuthenticatedData);
+      const respond = (ciphertext: Uint8Array) => ({ keyId: req.keyId, keyVersionId: req.keyVersionId, ciphertext });
+      return sealed instanceof Promise ? sealed.then(respond) : respond(sealed);
+    },
+
+    decrypt(req) {
+      if (req.keyId === "" || req.ciphertext.length === 0 || req.additionalAuthenticatedData.length > MAX_DATA_BYTES) {
+        const v = new Violations();
+        checkKeyId(v, "keyId", req.keyId);
+        checkData(v, "ciphertext", req.ciphertext, true);
+        checkData(v, "additionalAuthenticatedData", req.additionalAuthenticatedData, false);
+        v.throwIfAny();
+      }
+      const opened = manager.decrypt(req.keyId, req.ciphertext, req.additionalAuthenticatedData);
+      const respond = (r: { versionId: number; plaintext: Uint8Array }) => ({
+        keyId: req.keyId,
+        keyVersionId: r.versionId,
+        plaintext: r.plaintext,
+      });
+      return opened instanceof Promise ? opened.then(respond) : respond(opened);
+    },
+  };
+}
