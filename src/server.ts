@@ -125,6 +125,15 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
   }
   function handle(req: Req, res: Res): void {
     if (applyCors(config.corsAllowedOrigins, req, res)) return;
+    // A body over the limit is refused without being read. On HTTP/1.1 the connection then cannot carry another
+    // request: the response says so when the size is declared up front, and the connection is closed after the
+    // response when it was not (a chunked body), instead of leaving a keep-alive client to hang on it.
+    if (req.httpVersionMajor === 1) {
+      if (Number(req.headers["content-length"]) > MAX_REQUEST_BYTES) res.setHeader("connection", "close");
+      res.once("finish", () => {
+        if (!req.complete) req.socket.destroySoon();
+      });
+    }
     if (!longLivedPaths.has(req.url ?? "")) track(res);
     connectHandler(req, res);
   }

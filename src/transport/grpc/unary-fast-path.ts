@@ -1,9 +1,10 @@
 import type http2 from "node:http2";
 import { create, fromBinary, isMessage, toBinary } from "@bufbuild/protobuf";
 import type { DescMessage, DescMethodUnary, MessageInitShape, MessageShape } from "@bufbuild/protobuf";
-import { Code, ConnectError } from "@connectrpc/connect";
+import type { ConnectError } from "@connectrpc/connect";
 import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import type { Logger } from "pino";
+import { DomainError, invalidArgument } from "../../errors/domain-error.js";
 import { failure, logSuccess, requestIdOf } from "../call-outcome.js";
 
 export interface FastUnaryMethod<I extends DescMessage = DescMessage, O extends DescMessage = DescMessage> {
@@ -60,7 +61,13 @@ export class UnaryFastPath {
     });
     stream.once("end", () => {
       if (tooLarge) {
-        const error = new ConnectError(`message larger than ${this.maxMessageBytes} bytes`, Code.ResourceExhausted);
+        const error = new DomainError({
+          code: "resource_exhausted",
+          reason: "REQUEST_TOO_LARGE",
+          domain: "cloudplane",
+          message: `request message is larger than ${this.maxMessageBytes} bytes`,
+          violations: [{ subject: "request", description: `at most ${this.maxMessageBytes} bytes per message` }],
+        });
         this.fail(stream, failure(this.logger, error, requestId, entry.method.name, started));
         return;
       }
@@ -77,7 +84,11 @@ export class UnaryFastPath {
     try {
       request = fromBinary(entry.method.input, unaryPayload(body));
     } catch {
-      const error = new ConnectError("request is not one valid protobuf message in a gRPC envelope", Code.InvalidArgument);
+      const error = invalidArgument(
+        "cloudplane",
+        [{ field: "", description: "the request is not one uncompressed protobuf message in a gRPC envelope" }],
+        "MALFORMED_BODY",
+      );
       this.fail(stream, failure(this.logger, error, requestId, name, started));
       return;
     }
