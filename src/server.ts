@@ -10,7 +10,7 @@ import type { Logger } from "pino";
 import { loadCatalog } from "./compute/catalog/load-catalog.js";
 import { computeJsonRegistry, createComputeModule } from "./compute/compute-module.js";
 import type { Config } from "./config.js";
-import { KeyManagerService } from "../gen/kms/v1/kms_pb.js";
+import { cryptoFastMethods } from "./kms/crypto-fast-path.js";
 import { createCryptoHandlers } from "./kms/crypto-handlers.js";
 import { KeyCache } from "./kms/key-cache.js";
 import { KeyManager } from "./kms/key-manager.js";
@@ -24,7 +24,7 @@ import { openDatabase } from "./storage/sqlite/database.js";
 import { SqliteKmsStore } from "./storage/sqlite/sqlite-kms-store.js";
 import { applyCors } from "./transport/cors.js";
 import { HealthStatus } from "./transport/grpc/health-service.js";
-import { UnaryFastPath, fastUnary } from "./transport/grpc/unary-fast-path.js";
+import { UnaryFastPath } from "./transport/grpc/unary-fast-path.js";
 import { callInterceptor } from "./transport/interceptors.js";
 import { createCleartextListener } from "./transport/listener.js";
 import { createRestHandler } from "./transport/rest/rest-handler.js";
@@ -62,11 +62,7 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
     destroyGraceMs: config.destroyGraceMs,
   });
   const crypto = createCryptoHandlers(manager);
-  const fastPath = new UnaryFastPath(
-    [fastUnary(KeyManagerService.method.encrypt, crypto.encrypt), fastUnary(KeyManagerService.method.decrypt, crypto.decrypt)],
-    logger,
-    MAX_REQUEST_BYTES,
-  );
+  const fastPath = new UnaryFastPath(cryptoFastMethods(crypto), logger, MAX_REQUEST_BYTES);
   const sweeper = new Sweeper(manager, config.sweepIntervalMs, logger);
   const health = new HealthStatus();
   const shutdown = new AbortController();

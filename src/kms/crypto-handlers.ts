@@ -1,13 +1,24 @@
-import type { MessageInitShape } from "@bufbuild/protobuf";
-import type { DecryptRequest, DecryptResponseSchema, EncryptRequest, EncryptResponseSchema } from "../../gen/kms/v1/kms_pb.js";
+import type { DecryptRequest, EncryptRequest } from "../../gen/kms/v1/kms_pb.js";
 import type { KeyManager } from "./key-manager.js";
 import { MAX_DATA_BYTES, Violations, checkData, checkKeyId, checkVersionId } from "./request-validation.js";
 
 type MaybePromise<T> = T | Promise<T>;
 
+export interface EncryptResult {
+  keyId: string;
+  keyVersionId: number;
+  ciphertext: Uint8Array;
+}
+
+export interface DecryptResult {
+  keyId: string;
+  keyVersionId: number;
+  plaintext: Uint8Array;
+}
+
 export interface CryptoHandlers {
-  encrypt(req: EncryptRequest): MaybePromise<MessageInitShape<typeof EncryptResponseSchema>>;
-  decrypt(req: DecryptRequest): MaybePromise<MessageInitShape<typeof DecryptResponseSchema>>;
+  encrypt(req: EncryptRequest): MaybePromise<EncryptResult>;
+  decrypt(req: DecryptRequest): MaybePromise<DecryptResult>;
 }
 
 // Encrypt and Decrypt as plain functions of the request, shared by the Connect service and the gRPC fast path
