@@ -27,6 +27,7 @@ import { HealthStatus } from "./transport/grpc/health-service.js";
 import { UnaryFastPath } from "./transport/grpc/unary-fast-path.js";
 import { callInterceptor } from "./transport/interceptors.js";
 import { createCleartextListener } from "./transport/listener.js";
+import { closeConnectionIfBodyUnread } from "./transport/unread-body.js";
 import { createRestHandler } from "./transport/rest/rest-handler.js";
 
 export const MAX_REQUEST_BYTES = 4 * 1024 * 1024;
@@ -121,15 +122,7 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
   }
   function handle(req: Req, res: Res): void {
     if (applyCors(config.corsAllowedOrigins, req, res)) return;
-    // A body over the limit is refused without being read. On HTTP/1.1 the connection then cannot carry another
-    // request: the response says so when the size is declared up front, and the connection is closed after the
-    // response when it was not (a chunked body), instead of leaving a keep-alive client to hang on it.
-    if (req.httpVersionMajor === 1) {
-      if (Number(req.headers["content-length"]) > MAX_REQUEST_BYTES) res.setHeader("connection", "close");
-      res.once("finish", () => {
-        if (!req.complete) req.socket.destroySoon();
-      });
-    }
+    closeConnectionIfBodyUnread(req, res, MAX_REQUEST_BYTES);
     if (!longLivedPaths.has(req.url ?? "")) track(res);
     connectHandler(req, res);
   }
