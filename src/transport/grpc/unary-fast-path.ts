@@ -1,4 +1,4 @@
-import type http2 from "node:http2";
+import http2 from "node:http2";
 import { fromBinary } from "@bufbuild/protobuf";
 import type { DescMessage, DescMethodUnary, MessageShape } from "@bufbuild/protobuf";
 import type { ConnectError } from "@connectrpc/connect";
@@ -113,7 +113,11 @@ export class UnaryFastPath {
 
   private succeed(entry: FastUnaryMethod, stream: http2.ServerHttp2Stream, frame: Buffer, requestId: string, started: number): void {
     if (stream.destroyed) return;
-    stream.respond({ ":status": 200, "content-type": "application/grpc", "x-request-id": requestId }, { waitForTrailers: true });
+    stream.respond(
+      // A new value on every response: never indexed, so it does not churn HPACK's table of reusable headers.
+      { ":status": 200, "content-type": "application/grpc", "x-request-id": requestId, [http2.sensitiveHeaders]: ["x-request-id"] },
+      { waitForTrailers: true },
+    );
     stream.once("wantTrailers", () => stream.sendTrailers({ "grpc-status": "0" }));
     stream.end(frame);
     logSuccess(this.logger, requestId, entry.method.name, started);
