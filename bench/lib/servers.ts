@@ -1,0 +1,116 @@
+import { randomBytes } from "node:crypto";
+import http2 from "node:http2";
+import net from "node:net";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { startChild } from "./children.js";
+import type { Child } from "./children.js";
+
+// Starts the three servers under test, each a child process of its own (pinned to one CPU when asked), and
+// waits until each answers.
+
+// "candidate" is a second cloudplane build (another entry script) measured alongside, for A/B comparisons.
+export type ServerName = "grpc-js" | "http2" | "cloudplane" | "candidate";
+
+export interface RunningServer {
+  name: ServerName;
+  port: number;
+  child: Child;
+}
+
+export interface LaunchOptions {
+  root: string;
+  buildDir: string;
+  // CPU list for taskset, or null.
+  cpu: string | null;
+  // Extra node flags for every server; `{name}` is replaced by the server's name.
+  nodeFlags: string[];
+}
+
+function command(o: LaunchOptions, name: ServerName, script: string, extraFlags: string[] = []): [string, string[]] {
+  const guard = pathToFileURL(join(o.buildDir, "bench", "lib", "orphan-guard.js")).href;
+  const flags = [...o.nodeFlags, ...extraFlags].map((f) => f.replaceAll("{name}", name));
+  const args = ["--import", guard, ...flags, join(o.buildDir, script)];
+  // taskset execs node, so the child's pid is the server's pid (for /proc readings).
+  return o.cpu === null ? [process.execPath, args] : ["taskset", ["-c", o.cpu, process.execPath, ...args]];
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = net.createServer();
+    probe.once("error", reject);
+    probe.listen(0, "127.0.0.1", () => {
+      const address = probe.address();
+      const port = typeof address === "object" && address !== null ? address.port : 0;
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+// Over h2c, as the load will come.
+function healthy(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const session = http2.connect(`http://127.0.0.1:${port}`);
+    const done = (ok: boolean): void => {
+      session.destroy();
+      resolve(ok);
+    };
+    session.on("error", () => done(false));
+    session.setTimeout(1000, () => done(false));
+    const req = session.request({ ":path": "/healthz" });
+    req.on("response", (headers) => {
+      req.resume();
+      done(headers[":status"] === 200);
+    });
+    req.on("error", () => done(false));
+    req.end();
+  });
+}
+
+// cloudplane as an operator runs it, from the compiled output (`entry`, e.g. src/main.js), with its own empty data
+// directory. LOG_LEVEL=warn keeps its "listening" line quiet, so readiness is its /healthz.
+export async function startCloudplane(
+  o: LaunchOptions,
+  name: "cloudplane" | "candidate",
+  entry: string,
+  dataDir: string,
+  extraFlags: string[] = [],
+): Promise<RunningServer> {
+  const port = await freePort();
+  const [cmd, args] = command(o, name, entry, extraFlags);
+  const child = startChild(name, cmd, args, {
+    cwd: o.root,
+    env: {
+      ...process.env,
+      PORT: String(port),
+      HOST: "127.0.0.1",
+      DATA_DIR: dataDir,
+      MASTER_KEY: randomBytes(32).toString("base64"),
+      LOG_LEVEL: "warn",
+    },
+  });
+  let exited = false;
+  void child.exited.then(() => (exited = true));
+  const deadline = Date.now() + 30_000;
+  while (!(await healthy(port))) {
+    if (exited) throw new Error(`${name} exited before it was ready:\n${child.output()}`);
+    if (Date.now() > deadline) throw new Error(`${name} not ready after 30 s:\n${child.output()}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return { name, port, child };
+}
+
+// A baseline prints {"listening":port} once bound.
+export async function startBaseline(o: LaunchOptions, name: "grpc-js" | "http2", keyId: string): Promise<RunningServer> {
+  const [cmd, args] = command(o, name, `bench/baseline-${name}.js`);
+  const child = startChild(name, cmd, args, { cwd: o.root, env: { ...process.env, PORT: "0", BENCH_KEY_ID: keyId } });
+  const port = await child.waitForLine((line) => {
+    try {
+      const parsed = JSON.parse(line) as { listening?: unknown };
+      return typeof parsed.listening === "number" ? parsed.listening : undefined;
+    } catch {
+      return undefined;
+    }
+  }, 30_000);
+  return { name, port, child };
+}

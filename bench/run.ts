@@ -1,0 +1,370 @@
+import { randomBytes } from "node:crypto";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { compile } from "./lib/build.js";
+import { killAll, killAllSync, runToEnd } from "./lib/children.js";
+import { KmsClient } from "./lib/grpc-client.js";
+import { ensureH2load, runH2load } from "./lib/h2load.js";
+import type { LoadResult } from "./lib/h2load.js";
+import { decryptBody, encryptBody } from "./lib/payloads.js";
+import type { Body } from "./lib/payloads.js";
+import { cpuBusySeconds, cpuSeconds, peakRssBytes } from "./lib/proc.js";
+import { TARGET_VS_GRPC_JS, TARGET_VS_HTTP2, memoryTable, resultsTable, verdict } from "./lib/report.js";
+import type { Row } from "./lib/report.js";
+import { startBaseline, startCloudplane } from "./lib/servers.js";
+import type { LaunchOptions, RunningServer, ServerName } from "./lib/servers.js";
+
+// `npm run bench`: cloudplane against a plain @grpc/grpc-js server and a bare node:http2 handler doing the same
+// AES-256-GCM work, under h2load, for Encrypt and Decrypt at 1 KiB and 64 KiB. Targets from the issue: cloudplane
+// reaches 1.2x grpc-js and 0.85x http2 in requests per second. Prints a table, writes .bench/last.json, exits 1 when
+// a target is missed or a run is not clean. See bench/README.md.
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+
+const { values: flags } = parseArgs({
+  options: {
+    duration: { type: "string", default: "4" },
+    warmup: { type: "string", default: "1" },
+    rounds: { type: "string", default: "3" },
+    clients: { type: "string", default: "8" },
+    streams: { type: "string", default: "32" },
+    only: { type: "string", default: "" },
+    unpinned: { type: "boolean", default: false },
+    "cpu-prof": { type: "boolean", default: false },
+    candidate: { type: "string", default: "" },
+    "candidate-flags": { type: "string", default: "" },
+    help: { type: "boolean", default: false },
+  },
+  strict: true,
+});
+
+if (flags.help) {
+  process.stdout.write(`Usage: npm run bench -- [flags]
+  --rounds N       start every server N times afresh and measure each scenario once per round, in alternating
+                   server order; report the median of the rounds (default 3)
+  --duration S     measured seconds per run (default 4)
+  --warmup S       warm-up seconds before each measurement (default 1)
+  --clients N      h2load connections (default 8)
+  --streams N      concurrent streams per connection (default 32)
+  --only LIST      comma-separated scenarios: encrypt-1k, encrypt-64k, decrypt-1k, decrypt-64k
+  --unpinned       do not pin the servers to CPU 0 and h2load to CPU 1
+  --cpu-prof       write a V8 CPU profile of every server to .bench/profiles/<server>-round<n>.cpuprofile
+  --candidate PATH also measure another cloudplane entry point, e.g. a patched copy of src/main.js (path inside the
+                   compiled tree), as the server "candidate", side by side with src/main.js
+  --candidate-flags="FLAGS"
+                   node flags for the candidate only (e.g. --candidate-flags="--max-semi-space-size=64"); with no --candidate,
+                   the candidate is src/main.js itself
+`);
+  process.exit(0);
+}
+
+function positive(name: string, raw: string | undefined): number {
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} must be a positive integer, got ${raw}`);
+  return n;
+}
+
+const settings = {
+  durationS: positive("duration", flags.duration),
+  warmupS: positive("warmup", flags.warmup),
+  rounds: positive("rounds", flags.rounds),
+  clients: positive("clients", flags.clients),
+  streams: positive("streams", flags.streams),
+  // Two cores: the servers take CPU 0 (only one of them is under load at a time), h2load takes CPU 1.
+  pinned: !flags.unpinned && os.availableParallelism() >= 2,
+};
+const SERVER_CPU = settings.pinned ? "0" : null;
+const LOAD_CPU = settings.pinned ? "1" : null;
+// Above this share of the servers' CPU taken by other processes (or the hypervisor), a run is flagged as noisy.
+const NOISY_PERCENT = 10;
+
+interface Scenario {
+  id: string;
+  method: "Encrypt" | "Decrypt";
+  payload: string;
+  bytes: number;
+}
+
+const allScenarios: Scenario[] = [
+  { id: "encrypt-1k", method: "Encrypt", payload: "1 KiB", bytes: 1024 },
+  { id: "encrypt-64k", method: "Encrypt", payload: "64 KiB", bytes: 65536 },
+  { id: "decrypt-1k", method: "Decrypt", payload: "1 KiB", bytes: 1024 },
+  { id: "decrypt-64k", method: "Decrypt", payload: "64 KiB", bytes: 65536 },
+];
+const candidateFlags = flags["candidate-flags"].split(" ").filter((f) => f !== "");
+const candidate =
+  flags.candidate !== "" || candidateFlags.length > 0 ? { entry: flags.candidate === "" ? "src/main.js" : flags.candidate, flags: candidateFlags } : null;
+const scenarios = allScenarios.filter((s) => flags.only === "" || flags.only.split(",").includes(s.id));
+if (scenarios.length === 0) throw new Error(`--only ${flags.only} names no scenario`);
+
+function log(line: string): void {
+  process.stdout.write(`${line}\n`);
+}
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  return Buffer.from(a.buffer, a.byteOffset, a.byteLength).equals(Buffer.from(b.buffer, b.byteOffset, b.byteLength));
+}
+
+// One full round trip through a real gRPC client: what h2load cannot check (grpc-status in the trailers, the
+// bytes themselves). Returns the ciphertext for the Decrypt load.
+async function roundTrip(client: KmsClient, server: ServerName, keyId: string, plaintext: Uint8Array): Promise<Buffer> {
+  const sealed = await client.encrypt(keyId, 1, plaintext);
+  if (sealed.keyId !== keyId || sealed.keyVersionId !== 1 || sealed.ciphertext.length !== plaintext.length + 33) {
+    throw new Error(`${server}: Encrypt answered ${JSON.stringify({ keyId: sealed.keyId, version: sealed.keyVersionId, bytes: sealed.ciphertext.length })}`);
+  }
+  const opened = await client.decrypt(keyId, sealed.ciphertext);
+  if (opened.keyVersionId !== 1 || !sameBytes(opened.plaintext, plaintext)) throw new Error(`${server}: Decrypt did not return the plaintext`);
+  return sealed.ciphertext;
+}
+
+// h2load sees HTTP statuses only, and every gRPC answer is a 200: a clean run also needs every request to have
+// finished and to have brought back a full response message (a trailers-only error carries none).
+function problems(result: LoadResult, body: Body): string[] {
+  const out: string[] = [];
+  if (result.done === 0) out.push("no request finished");
+  if (result.failed + result.errored + result.timeout > 0) out.push(`${result.failed} failed, ${result.errored} errored, ${result.timeout} timed out`);
+  if (result.succeeded !== result.done) out.push(`${result.done - result.succeeded} of ${result.done} not successful`);
+  if (result.statusOther > 0) out.push(`${result.statusOther} non-2xx statuses`);
+  // h2load counts the bytes of the measured window only, so the quotient is a little off; an error answer would be
+  // tens of bytes against the kilobytes of a real one.
+  if (result.receivedPerRequest < body.responseBytes * 0.5) {
+    out.push(`received ${result.receivedPerRequest.toFixed(0)} bytes per request, a correct answer carries ${body.responseBytes}`);
+  }
+  return out;
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+}
+
+interface Measurement {
+  result: LoadResult;
+  cpuPercent: number;
+  // CPU 0 time used by anything but the server under load, steal included (pinned runs only).
+  foreignPercent: number | null;
+}
+
+interface Subject {
+  server: RunningServer;
+  client: KmsClient;
+  keyId: string;
+}
+
+// Starts the servers and checks each end to end; returns them in table order.
+async function startAll(launch: LaunchOptions, dataDirs: string[], clients: KmsClient[]): Promise<Subject[]> {
+  const withKey = async (server: RunningServer): Promise<Subject> => {
+    const client = new KmsClient(server.port);
+    clients.push(client);
+    const key = await client.createCryptoKey("bench");
+    if (key.primary?.id !== 1 || key.primary.algorithm !== "AES_256") throw new Error(`${server.name} created ${JSON.stringify(key)}, expected an AES_256 primary version 1`);
+    return { server, client, keyId: key.id };
+  };
+  const newDataDir = (): string => {
+    const dir = mkdtempSync(join(os.tmpdir(), "cloudplane-bench-"));
+    dataDirs.push(dir);
+    return dir;
+  };
+  const cloudplane = await withKey(await startCloudplane(launch, "cloudplane", "src/main.js", newDataDir()));
+  // The baselines accept cloudplane's key id, so that every server reads the same Encrypt request bytes.
+  const baseline = async (name: "grpc-js" | "http2"): Promise<Subject> => {
+    const server = await startBaseline(launch, name, cloudplane.keyId);
+    const client = new KmsClient(server.port);
+    clients.push(client);
+    return { server, client, keyId: cloudplane.keyId };
+  };
+  const subjects = [await baseline("grpc-js"), await baseline("http2"), cloudplane];
+  if (candidate !== null) subjects.push(await withKey(await startCloudplane(launch, "candidate", candidate.entry, newDataDir(), candidate.flags)));
+  for (const s of subjects) log(`${s.server.name.padEnd(10)} port ${s.server.port}, pid ${s.server.child.pid}`);
+  return subjects;
+}
+
+async function measure(h2load: string, s: RunningServer, scenario: Scenario, body: Body): Promise<Measurement> {
+  const before = cpuSeconds(s.child.pid) ?? 0;
+  const cpu0Before = settings.pinned ? cpuBusySeconds(0) : null;
+  const started = performance.now();
+  const { result } = await runH2load(h2load, {
+    url: `http://127.0.0.1:${s.port}/kms.v1.KeyManagerService/${scenario.method}`,
+    bodyFile: body.file,
+    clients: settings.clients,
+    streams: settings.streams,
+    durationS: settings.durationS,
+    warmupS: settings.warmupS,
+    cpu: LOAD_CPU,
+  });
+  const wallS = (performance.now() - started) / 1000;
+  const serverS = (cpuSeconds(s.child.pid) ?? 0) - before;
+  const cpu0After = cpu0Before === null ? null : cpuBusySeconds(0);
+  const foreignPercent =
+    cpu0Before === null || cpu0After === null
+      ? null
+      : Math.max(0, ((cpu0After.busy - cpu0Before.busy - serverS + (cpu0After.steal - cpu0Before.steal)) / wallS) * 100);
+  const issues = problems(result, body);
+  if (issues.length > 0) throw new Error(`${s.name} ${scenario.id}: unclean run: ${issues.join("; ")}`);
+  return { result, cpuPercent: (serverS / wallS) * 100, foreignPercent };
+}
+
+function rowsOf(measured: Map<string, Measurement[]>, names: ServerName[]): Row[] {
+  const rows: Row[] = [];
+  for (const scenario of scenarios) {
+    const rate = (name: ServerName): number => median(measured.get(`${scenario.id}/${name}`)!.map((m) => m.result.reqPerS));
+    for (const name of names) {
+      const ms = measured.get(`${scenario.id}/${name}`)!;
+      const reqPerS = rate(name);
+      const rounds = ms.map((m) => m.result.reqPerS);
+      const cpuPercent = median(ms.map((m) => m.cpuPercent));
+      const vsGrpcJs = reqPerS / rate("grpc-js");
+      const vsHttp2 = reqPerS / rate("http2");
+      rows.push({
+        server: name,
+        method: scenario.method,
+        payload: scenario.payload,
+        reqPerS,
+        rounds,
+        spreadPercent: ((Math.max(...rounds) - Math.min(...rounds)) / reqPerS) * 100,
+        vsGrpcJs,
+        vsHttp2,
+        meanLatencyMs: median(ms.map((m) => m.result.meanLatencyMs)),
+        cpuPercent,
+        cpuUsPerRequest: ((cpuPercent / 100) * 1e6) / reqPerS,
+        foreignCpuPercent: ms.some((m) => m.foreignPercent === null) ? null : Math.max(...ms.map((m) => m.foreignPercent ?? 0)),
+        verdict: name === "cloudplane" || name === "candidate" ? verdict(vsGrpcJs, vsHttp2) : null,
+      });
+    }
+  }
+  return rows;
+}
+
+async function main(): Promise<number> {
+  const h2load = await ensureH2load();
+  const h2loadVersion = (await runToEnd("h2load", h2load, ["--version"], 10_000)).output.trim();
+  // What was measured: src/ may hold changes not yet committed.
+  const commit = (await runToEnd("git", "git", ["rev-parse", "--short", "HEAD"], 10_000, { cwd: root })).output.trim();
+  const srcDirty = (await runToEnd("git", "git", ["status", "--porcelain", "--", "src", "gen"], 10_000, { cwd: root })).output.trim() !== "";
+  log("compiling src/, gen/ and bench/ into .bench/build ...");
+  const build = await compile(root);
+  if (build.typeErrors !== null) log(`warning: tsc reported type errors; measuring what it emitted:\n${build.typeErrors}`);
+
+  const benchDir = join(root, ".bench");
+  const bodiesDir = join(benchDir, "bodies");
+  const logsDir = join(benchDir, "logs");
+  const profileDir = join(benchDir, "profiles");
+  mkdirSync(bodiesDir, { recursive: true });
+  mkdirSync(logsDir, { recursive: true });
+  const launchFor = (round: number): LaunchOptions => ({
+    root,
+    buildDir: build.dir,
+    cpu: SERVER_CPU,
+    nodeFlags: flags["cpu-prof"] ? ["--cpu-prof", "--cpu-prof-dir", profileDir, "--cpu-prof-name", `{name}-round${round + 1}.cpuprofile`] : [],
+  });
+  const plaintexts = new Map<number, Buffer>([1024, 65536].map((n) => [n, randomBytes(n)]));
+  const measured = new Map<string, Measurement[]>();
+  const peaks = new Map<ServerName, number>();
+  let names: ServerName[] = [];
+  log(
+    `h2load -c ${settings.clients} -m ${settings.streams} --warm-up-time ${settings.warmupS} -D ${settings.durationS}, ` +
+      `${settings.rounds} round(s) of fresh processes, ${settings.pinned ? "servers on CPU 0, h2load on CPU 1" : "unpinned"}`,
+  );
+  // Every round starts every server afresh: two processes of the same server differ by up to ±12% here (memory
+  // placement, heap sizing), so each round samples that too, and the median of the rounds is what counts.
+  for (let round = 0; round < settings.rounds; round++) {
+    const clients: KmsClient[] = [];
+    const dataDirs: string[] = [];
+    let subjects: Subject[] = [];
+    try {
+      log(`round ${round + 1} of ${settings.rounds}`);
+      subjects = await startAll(launchFor(round), dataDirs, clients);
+      names = subjects.map((s) => s.server.name);
+      // The same plaintexts everywhere; ciphertexts are each server's own (each holds different key material).
+      const bodies = new Map<string, Body>();
+      for (const s of subjects) {
+        for (const [n, plaintext] of plaintexts) {
+          const size = `${n >> 10}k`;
+          const ciphertext = await roundTrip(s.client, s.server.name, s.keyId, plaintext);
+          bodies.set(`encrypt-${size}/${s.server.name}`, encryptBody(bodiesDir, `encrypt-${size}-${s.server.name}`, s.keyId, 1, plaintext));
+          bodies.set(`decrypt-${size}/${s.server.name}`, decryptBody(bodiesDir, `decrypt-${size}-${s.server.name}`, s.keyId, ciphertext, n));
+        }
+      }
+      // Alternating order: no server is always measured first or last.
+      const order = round % 2 === 0 ? subjects : [...subjects].reverse();
+      for (const scenario of scenarios) {
+        for (const s of order) {
+          const m = await measure(h2load, s.server, scenario, bodies.get(`${scenario.id}/${s.server.name}`)!);
+          const noise = m.foreignPercent === null ? "" : `  others on CPU 0 ${m.foreignPercent.toFixed(0)}%${m.foreignPercent > NOISY_PERCENT ? " (noisy)" : ""}`;
+          log(`  ${scenario.id.padEnd(12)} ${s.server.name.padEnd(10)} ${m.result.reqPerS.toFixed(0).padStart(7)} req/s  mean ${m.result.meanLatencyMs.toFixed(1)} ms  CPU ${m.cpuPercent.toFixed(0)}%${noise}`);
+          const k = `${scenario.id}/${s.server.name}`;
+          measured.set(k, [...(measured.get(k) ?? []), m]);
+        }
+      }
+      // Still answering correctly after the load?
+      for (const s of subjects) await roundTrip(s.client, s.server.name, s.keyId, plaintexts.get(1024)!);
+      for (const s of subjects) peaks.set(s.server.name, Math.max(peaks.get(s.server.name) ?? 0, peakRssBytes(s.server.child.pid) ?? 0));
+      // A profile is written when its process exits normally: SIGTERM lets each server shut down cleanly.
+      if (flags["cpu-prof"]) await Promise.all(subjects.map((s) => s.server.child.kill(10_000)));
+    } finally {
+      for (const c of clients) c.close();
+      await killAll();
+      for (const s of subjects) writeFileSync(join(logsDir, `${s.server.name}.log`), s.server.child.output());
+      for (const dir of dataDirs) rmSync(dir, { recursive: true, force: true });
+    }
+  }
+
+  const rows = rowsOf(measured, names);
+  const peakRss = names.map((name) => ({ server: name, peakRssBytes: peaks.get(name) ?? null }));
+  const pass = rows.every((r) => r.server === "candidate" || r.verdict !== "FAIL");
+  log("");
+  log(resultsTable(rows));
+  log("");
+  log(memoryTable(peakRss));
+  log("");
+  const noisy = rows.filter((r) => r.foreignCpuPercent !== null && r.foreignCpuPercent > NOISY_PERCENT);
+  if (noisy.length > 0) {
+    log(`warning: other processes took more than ${NOISY_PERCENT}% of the servers' CPU during ${noisy.map((r) => `${r.server} ${r.method} ${r.payload}`).join(", ")}; repeat on a quiet machine`);
+  }
+  log(`targets: cloudplane >= ${TARGET_VS_GRPC_JS}x grpc-js and >= ${TARGET_VS_HTTP2}x http2 in req/s: ${pass ? "PASS" : "FAIL"}`);
+  if (flags["cpu-prof"]) log(`CPU profiles in ${profileDir}/<server>-round<n>.cpuprofile (Chrome DevTools or speedscope)`);
+
+  const report = {
+    date: new Date().toISOString(),
+    git: { commit, srcDirty },
+    machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model ?? "", memoryBytes: os.totalmem(), node: process.version, h2load: h2loadVersion },
+    settings: { ...settings, candidate, scenarios: scenarios.map((s) => s.id) },
+    targets: { vsGrpcJs: TARGET_VS_GRPC_JS, vsHttp2: TARGET_VS_HTTP2 },
+    pass,
+    results: rows,
+    peakRss,
+  };
+  writeFileSync(join(benchDir, "last.json"), `${JSON.stringify(report, null, 2)}\n`);
+  log("results written to .bench/last.json, server output to .bench/logs/");
+  return pass ? 0 : 1;
+}
+
+// Children never outlive the bench: killed on every way out.
+process.on("exit", killAllSync);
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.on(signal, () => {
+    killAllSync();
+    process.exit(130);
+  });
+}
+// Generous: every run with its h2load slack, two minutes a round for starting servers, five for the build.
+const HARD_LIMIT_MS = (settings.rounds * (scenarios.length * 4 * (settings.durationS + settings.warmupS + 30) + 120) + 300) * 1000;
+const limit = setTimeout(() => {
+  process.stderr.write(`bench: over ${Math.round(HARD_LIMIT_MS / 1000)} s, giving up\n`);
+  killAllSync();
+  process.exit(1);
+}, HARD_LIMIT_MS);
+limit.unref();
+
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    process.stderr.write(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    killAllSync();
+    process.exit(1);
+  },
+);
