@@ -1,6 +1,5 @@
 import { create, toBinary } from "@bufbuild/protobuf";
 import type { JsonObject } from "@bufbuild/protobuf";
-import { base64Encode } from "@bufbuild/protobuf/wire";
 import { Code } from "@connectrpc/connect";
 import type { ConnectError } from "@connectrpc/connect";
 import { codeToHttpStatus } from "@connectrpc/connect/protocol-connect";
