@@ -8,6 +8,7 @@ import { compile } from "./lib/build.js";
 import { killAll, killAllSync, runToEnd } from "./lib/children.js";
 import { KmsClient } from "./lib/grpc-client.js";
 import { ensureH2load, runH2load } from "./lib/h2load.js";
+import { takeLock } from "./lib/lock.js";
 import type { LoadResult } from "./lib/h2load.js";
 import { decryptBody, encryptBody } from "./lib/payloads.js";
 import type { Body } from "./lib/payloads.js";
@@ -240,6 +241,9 @@ function rowsOf(measured: Map<string, Measurement[]>, names: ServerName[]): Row[
 }
 
 async function main(): Promise<number> {
+  mkdirSync(join(root, ".bench"), { recursive: true });
+  const unlock = takeLock(join(root, ".bench", "lock"));
+  process.on("exit", unlock);
   const h2load = await ensureH2load();
   const h2loadVersion = (await runToEnd("h2load", h2load, ["--version"], 10_000)).output.trim();
   // What was measured: src/ may hold changes not yet committed.
