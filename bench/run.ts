@@ -156,32 +156,32 @@ interface Subject {
   keyId: string;
 }
 
-// Starts the servers and checks each end to end; returns them in table order.
-async function startAll(launch: LaunchOptions, dataDirs: string[], clients: KmsClient[]): Promise<Subject[]> {
-  const withKey = async (server: RunningServer): Promise<Subject> => {
+// The id the baselines answer to: 20 characters, the length of the ids cloudplane assigns, so that every server
+// parses and writes the same amount of key id.
+function baselineKeyId(): string {
+  return randomBytes(20).toString("base64").replace(/[^a-z0-9]/gi, "x").slice(0, 20).toLowerCase();
+}
+
+// Starts one server, creates (cloudplane) or names (baselines) its key, and opens a gRPC client to it.
+async function startOne(name: ServerName, launch: LaunchOptions, dataDirs: string[], clients: KmsClient[]): Promise<Subject> {
+  if (name === "grpc-js" || name === "http2") {
+    const keyId = baselineKeyId();
+    const server = await startBaseline(launch, name, keyId);
     const client = new KmsClient(server.port);
     clients.push(client);
-    const key = await client.createCryptoKey("bench");
-    if (key.primary?.id !== 1 || key.primary.algorithm !== "AES_256") throw new Error(`${server.name} created ${JSON.stringify(key)}, expected an AES_256 primary version 1`);
-    return { server, client, keyId: key.id };
-  };
-  const newDataDir = (): string => {
-    const dir = mkdtempSync(join(os.tmpdir(), "cloudplane-bench-"));
-    dataDirs.push(dir);
-    return dir;
-  };
-  const cloudplane = await withKey(await startCloudplane(launch, "cloudplane", "src/main.js", newDataDir()));
-  // The baselines accept cloudplane's key id, so that every server reads the same Encrypt request bytes.
-  const baseline = async (name: "grpc-js" | "http2"): Promise<Subject> => {
-    const server = await startBaseline(launch, name, cloudplane.keyId);
-    const client = new KmsClient(server.port);
-    clients.push(client);
-    return { server, client, keyId: cloudplane.keyId };
-  };
-  const subjects = [await baseline("grpc-js"), await baseline("http2"), cloudplane];
-  if (candidate !== null) subjects.push(await withKey(await startCloudplane(launch, "candidate", candidate.entry, newDataDir(), candidate.flags)));
-  for (const s of subjects) log(`${s.server.name.padEnd(10)} port ${s.server.port}, pid ${s.server.child.pid}`);
-  return subjects;
+    return { server, client, keyId };
+  }
+  const dataDir = mkdtempSync(join(os.tmpdir(), "cloudplane-bench-"));
+  dataDirs.push(dataDir);
+  const server =
+    name === "candidate" && candidate !== null
+      ? await startCloudplane(launch, "candidate", candidate.entry, dataDir, candidate.flags)
+      : await startCloudplane(launch, "cloudplane", "src/main.js", dataDir);
+  const client = new KmsClient(server.port);
+  clients.push(client);
+  const key = await client.createCryptoKey("bench");
+  if (key.primary?.id !== 1 || key.primary.algorithm !== "AES_256") throw new Error(`${name} created ${JSON.stringify(key)}, expected an AES_256 primary version 1`);
+  return { server, client, keyId: key.id };
 }
 
 async function measure(h2load: string, s: RunningServer, scenario: Scenario, body: Body): Promise<Measurement> {
@@ -268,52 +268,50 @@ async function main(): Promise<number> {
   const plaintexts = new Map<number, Buffer>([1024, 65536].map((n) => [n, randomBytes(n)]));
   const measured = new Map<string, Measurement[]>();
   const peaks = new Map<ServerName, number>();
-  let names: ServerName[] = [];
   log(
     `h2load -c ${settings.clients} -m ${settings.streams} --warm-up-time ${settings.warmupS} -D ${settings.durationS}, ` +
-      `${settings.rounds} round(s) of fresh processes, ${settings.pinned ? "servers on CPU 0, h2load on CPU 1" : "unpinned"}`,
+      `${settings.rounds} round(s), a fresh process per server and round, ${settings.pinned ? "servers on CPU 0, h2load on CPU 1" : "unpinned"}`,
   );
-  // Every round starts every server afresh: two processes of the same server differ by up to ±12% here (memory
-  // placement, heap sizing), so each round samples that too, and the median of the rounds is what counts.
+  // Each server is started afresh for its own batch of scenarios and measured back to back, then stopped: two
+  // processes of one server differ by up to ±12% here, and a Node server left idle for ~15 s has V8's memory
+  // reducer shrink its heap, after which it stays up to 40% slower at 64 KiB (see README). Measured this way every
+  // server is in the same state: busy since it started. Rounds alternate the order of the servers.
+  const names: ServerName[] = ["grpc-js", "http2", "cloudplane", ...(candidate === null ? [] : ["candidate" as const])];
   for (let round = 0; round < settings.rounds; round++) {
-    const clients: KmsClient[] = [];
-    const dataDirs: string[] = [];
-    let subjects: Subject[] = [];
-    try {
-      log(`round ${round + 1} of ${settings.rounds}`);
-      subjects = await startAll(launchFor(round), dataDirs, clients);
-      names = subjects.map((s) => s.server.name);
-      // The same plaintexts everywhere; ciphertexts are each server's own (each holds different key material).
-      const bodies = new Map<string, Body>();
-      for (const s of subjects) {
+    log(`round ${round + 1} of ${settings.rounds}`);
+    for (const name of round % 2 === 0 ? names : [...names].reverse()) {
+      const clients: KmsClient[] = [];
+      const dataDirs: string[] = [];
+      let subject: Subject | null = null;
+      try {
+        subject = await startOne(name, launchFor(round), dataDirs, clients);
+        const s = subject;
+        // The same plaintexts for every server; ciphertexts are each server's own (each holds its own key).
+        const bodies = new Map<string, Body>();
         for (const [n, plaintext] of plaintexts) {
           const size = `${n >> 10}k`;
-          const ciphertext = await roundTrip(s.client, s.server.name, s.keyId, plaintext);
-          bodies.set(`encrypt-${size}/${s.server.name}`, encryptBody(bodiesDir, `encrypt-${size}-${s.server.name}`, s.keyId, 1, plaintext));
-          bodies.set(`decrypt-${size}/${s.server.name}`, decryptBody(bodiesDir, `decrypt-${size}-${s.server.name}`, s.keyId, ciphertext, n));
+          const ciphertext = await roundTrip(s.client, name, s.keyId, plaintext);
+          bodies.set(`encrypt-${size}`, encryptBody(bodiesDir, `encrypt-${size}-${name}`, s.keyId, 1, plaintext));
+          bodies.set(`decrypt-${size}`, decryptBody(bodiesDir, `decrypt-${size}-${name}`, s.keyId, ciphertext, n));
         }
-      }
-      // Alternating order: no server is always measured first or last.
-      const order = round % 2 === 0 ? subjects : [...subjects].reverse();
-      for (const scenario of scenarios) {
-        for (const s of order) {
-          const m = await measure(h2load, s.server, scenario, bodies.get(`${scenario.id}/${s.server.name}`)!);
+        for (const scenario of scenarios) {
+          const m = await measure(h2load, s.server, scenario, bodies.get(scenario.id)!);
           const noise = m.foreignPercent === null ? "" : `  others on CPU 0 ${m.foreignPercent.toFixed(0)}%${m.foreignPercent > NOISY_PERCENT ? " (noisy)" : ""}`;
-          log(`  ${scenario.id.padEnd(12)} ${s.server.name.padEnd(10)} ${m.result.reqPerS.toFixed(0).padStart(7)} req/s  mean ${m.result.meanLatencyMs.toFixed(1)} ms  CPU ${m.cpuPercent.toFixed(0)}%${noise}`);
-          const k = `${scenario.id}/${s.server.name}`;
+          log(`  ${name.padEnd(10)} ${scenario.id.padEnd(12)} ${m.result.reqPerS.toFixed(0).padStart(7)} req/s  mean ${m.result.meanLatencyMs.toFixed(1)} ms  CPU ${m.cpuPercent.toFixed(0)}%${noise}`);
+          const k = `${scenario.id}/${name}`;
           measured.set(k, [...(measured.get(k) ?? []), m]);
         }
+        // Still answering correctly after the load?
+        await roundTrip(s.client, name, s.keyId, plaintexts.get(1024)!);
+        peaks.set(name, Math.max(peaks.get(name) ?? 0, peakRssBytes(s.server.child.pid) ?? 0));
+        // A profile is written when its process exits normally: SIGTERM lets the server shut down cleanly.
+        if (flags["cpu-prof"]) await s.server.child.kill(10_000);
+      } finally {
+        for (const c of clients) c.close();
+        await killAll();
+        if (subject !== null) writeFileSync(join(logsDir, `${name}.log`), subject.server.child.output());
+        for (const dir of dataDirs) rmSync(dir, { recursive: true, force: true });
       }
-      // Still answering correctly after the load?
-      for (const s of subjects) await roundTrip(s.client, s.server.name, s.keyId, plaintexts.get(1024)!);
-      for (const s of subjects) peaks.set(s.server.name, Math.max(peaks.get(s.server.name) ?? 0, peakRssBytes(s.server.child.pid) ?? 0));
-      // A profile is written when its process exits normally: SIGTERM lets each server shut down cleanly.
-      if (flags["cpu-prof"]) await Promise.all(subjects.map((s) => s.server.child.kill(10_000)));
-    } finally {
-      for (const c of clients) c.close();
-      await killAll();
-      for (const s of subjects) writeFileSync(join(logsDir, `${s.server.name}.log`), s.server.child.output());
-      for (const dir of dataDirs) rmSync(dir, { recursive: true, force: true });
     }
   }
 
