@@ -113,12 +113,14 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
 
   let inFlight = 0;
   let drained: (() => void) | null = null;
-  function track(call: { once(event: "close", listener: () => void): unknown }): void {
+  // One shared listener rather than a closure per call: the fast path counts every allocation.
+  const untrack = (): void => {
+    inFlight--;
+    if (inFlight === 0) drained?.();
+  };
+  function track(call: { on(event: "close", listener: () => void): unknown }): void {
     inFlight++;
-    call.once("close", () => {
-      inFlight--;
-      if (inFlight === 0) drained?.();
-    });
+    call.on("close", untrack);
   }
   function handle(req: Req, res: Res): void {
     if (applyCors(config.corsAllowedOrigins, req, res)) return;
@@ -133,12 +135,13 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
   function serveFastPathFirst(server: http2.Http2Server | http2.Http2SecureServer): void {
     const compat = server.listeners("stream") as ((...args: unknown[]) => void)[];
     server.removeAllListeners("stream");
-    server.on("stream", (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, ...rest: unknown[]) => {
+    // Node emits "stream" with exactly these four arguments; naming them spares a rest array per call.
+    server.on("stream", (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, flags: number, rawHeaders: string[]) => {
       if (fastPath.tryServe(stream, headers)) {
         track(stream);
         return;
       }
-      for (const listener of compat) listener.call(server, stream, headers, ...rest);
+      for (const listener of compat) listener.call(server, stream, headers, flags, rawHeaders);
     });
   }
 
