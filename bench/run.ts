@@ -37,6 +37,7 @@ const { values: flags } = parseArgs({
     "cpu-prof": { type: "boolean", default: false },
     candidate: { type: "string", default: "" },
     "candidate-flags": { type: "string", default: "" },
+    idle: { type: "string", default: "0" },
     help: { type: "boolean", default: false },
   },
   strict: true,
@@ -51,6 +52,8 @@ if (flags.help) {
   --clients N      h2load connections (default 8)
   --streams N      concurrent streams per connection (default 32)
   --only LIST      comma-separated scenarios: encrypt-1k, encrypt-64k, decrypt-1k, decrypt-64k
+  --idle S         leave every server idle for S seconds before each measured run, after the load before it: how
+                   a server does when traffic comes back after a pause (V8's memory reducer runs after ~15 s)
   --unpinned       do not pin the servers to CPU 0 and h2load to CPU 1
   --cpu-prof       write a V8 CPU profile of every server to .bench/profiles/<server>-round<n>.cpuprofile
   --candidate PATH also measure another cloudplane entry point, e.g. a patched copy of src/main.js (path inside the
@@ -68,12 +71,19 @@ function positive(name: string, raw: string | undefined): number {
   return n;
 }
 
+function nonNegative(name: string, raw: string | undefined): number {
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`--${name} must be a whole number of seconds, got ${raw}`);
+  return n;
+}
+
 const settings = {
   durationS: positive("duration", flags.duration),
   warmupS: positive("warmup", flags.warmup),
   rounds: positive("rounds", flags.rounds),
   clients: positive("clients", flags.clients),
   streams: positive("streams", flags.streams),
+  idleS: nonNegative("idle", flags.idle),
   // Two cores: the servers take CPU 0 (only one of them is under load at a time), h2load takes CPU 1.
   pinned: !flags.unpinned && os.availableParallelism() >= 2,
 };
@@ -295,6 +305,7 @@ async function main(): Promise<number> {
           bodies.set(`decrypt-${size}`, decryptBody(bodiesDir, `decrypt-${size}-${name}`, s.keyId, ciphertext, n));
         }
         for (const scenario of scenarios) {
+          if (settings.idleS > 0) await new Promise((r) => setTimeout(r, settings.idleS * 1000));
           const m = await measure(h2load, s.server, scenario, bodies.get(scenario.id)!);
           const noise = m.foreignPercent === null ? "" : `  others on CPU 0 ${m.foreignPercent.toFixed(0)}%${m.foreignPercent > NOISY_PERCENT ? " (noisy)" : ""}`;
           log(`  ${name.padEnd(10)} ${scenario.id.padEnd(12)} ${m.result.reqPerS.toFixed(0).padStart(7)} req/s  mean ${m.result.meanLatencyMs.toFixed(1)} ms  CPU ${m.cpuPercent.toFixed(0)}%${noise}`);

@@ -67,6 +67,9 @@ function healthy(port: number): Promise<boolean> {
   });
 }
 
+// The node flags of `npm start` (package.json), so the bench measures cloudplane as it is shipped.
+const START_FLAGS = ["--no-memory-reducer"];
+
 // cloudplane as an operator runs it, from the compiled output (`entry`, e.g. src/main.js), with its own empty data
 // directory. LOG_LEVEL=warn keeps its "listening" line quiet, so readiness is its /healthz.
 export async function startCloudplane(
@@ -77,7 +80,7 @@ export async function startCloudplane(
   extraFlags: string[] = [],
 ): Promise<RunningServer> {
   const port = await freePort();
-  const [cmd, args] = command(o, name, entry, extraFlags);
+  const [cmd, args] = command(o, name, entry, [...START_FLAGS, ...extraFlags]);
   const child = startChild(name, cmd, args, {
     cwd: o.root,
     env: {
