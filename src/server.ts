@@ -3,8 +3,6 @@ import { readFileSync } from "node:fs";
 import http from "node:http";
 import http2 from "node:http2";
 import type net from "node:net";
-import type { ConnectRouter } from "@connectrpc/connect";
-import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { NodeRequest, NodeResponse } from "./transport/node-types.js";
 import type { Logger } from "pino";
 import { loadCatalog } from "./compute/catalog/load-catalog.js";
@@ -25,6 +23,7 @@ import { SqliteKmsStore } from "./storage/sqlite/sqlite-kms-store.js";
 import { applyCors } from "./transport/cors.js";
 import { HealthStatus } from "./transport/grpc/health-service.js";
 import { UnaryFastPath } from "./transport/grpc/unary-fast-path.js";
+import { createConnectAdapter } from "./transport/connect-adapter.js";
 import { callInterceptor } from "./transport/interceptors.js";
 import { createCleartextListener } from "./transport/listener.js";
 import { closeConnectionIfBodyUnread } from "./transport/unread-body.js";
@@ -78,26 +77,23 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
     taskConcurrency: config.taskConcurrency,
   });
 
-  let router: ConnectRouter | undefined;
-  const connectHandler = connectNodeAdapter({
-    routes: (r) => {
+  const connect = createConnectAdapter({
+    routes: (r) =>
       registerRoutes(r, {
         kms: createKmsService(manager, crypto, clock, { minRotationMs: config.minRotationMs }),
         nodePools: compute.nodePoolService,
         tasks: compute.taskService,
         health,
-      });
-      router = r;
-    },
+      }),
     interceptors: [callInterceptor(logger)],
     // Connect JSON needs the types packed into google.protobuf.Any (task metadata, response, error details).
     jsonOptions: { registry: computeJsonRegistry },
     readMaxBytes: MAX_REQUEST_BYTES,
     shutdownSignal: shutdown.signal,
     fallback: (req, res) => void fallback(req, res),
+    logger,
   });
-  if (router === undefined) throw new Error("routes were not registered");
-  const rest = createRestHandler({ services: apiServices, handlers: router.handlers, maxBodyBytes: MAX_REQUEST_BYTES });
+  const rest = createRestHandler({ services: apiServices, handlers: connect.handlers, maxBodyBytes: MAX_REQUEST_BYTES });
 
   let accepting = true;
   async function fallback(req: Req, res: Res): Promise<void> {
@@ -126,7 +122,7 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
     if (applyCors(config.corsAllowedOrigins, req, res)) return;
     closeConnectionIfBodyUnread(req, res, MAX_REQUEST_BYTES);
     if (!longLivedPaths.has(req.url ?? "")) track(res);
-    connectHandler(req, res);
+    connect.handle(req, res);
   }
 
   // Node's HTTP/2 compatibility layer turns every stream into request and response objects through its own

@@ -3,7 +3,9 @@
 // is described in docs/errors.md.
 export const reasons = {
   REQUEST_INVALID: "A request field is missing, malformed or out of range; BadRequest names each field.",
-  MALFORMED_BODY: "The request body is not valid JSON or does not fit the request message.",
+  MALFORMED_BODY: "The request body is not valid JSON, not a well-formed message of its protocol, or does not fit the request message.",
+  PROTOCOL_ERROR: "The request breaks a rule of its protocol or uses a feature the server lacks (an unknown compression, a unary call without exactly one message); the message says which.",
+  DEADLINE_EXCEEDED: "The call did not finish within the deadline the caller set (grpc-timeout or connect-timeout-ms).",
   UNKNOWN_FIELD: "The request names a JSON field or query parameter the method does not have.",
   FIELD_MISMATCH: "A field given both in the path and in the body has two different values.",
   UNSUPPORTED_CONTENT_TYPE: "A REST request body was sent with a Content-Type other than application/json.",
@@ -17,6 +19,7 @@ export const reasons = {
   CRYPTO_KEY_VERSION_IS_PRIMARY: "The primary version cannot be disabled or destroyed; make another version primary first.",
   CRYPTO_KEY_VERSION_STATE_TRANSITION: "The version's current state does not allow the requested transition.",
   CIPHERTEXT_INVALID: "The ciphertext was altered, truncated, made with another key or checked with other additional authenticated data.",
+  HEALTH_SERVICE_UNKNOWN: "Health check of a service name the server does not report on.",
   INTERNAL: "A fault in the server; the message carries a request id to quote, the details are in the server log.",
   SERVICE_INSTANCE_NOT_FOUND: "No service instance (vDC) of the platform catalog has the given serviceInstanceId.",
   CLUSTER_NOT_FOUND: "The service instance has no cluster with the given clusterId.",

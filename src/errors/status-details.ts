@@ -10,6 +10,7 @@ import {
   RetryInfoSchema,
 } from "../../gen/google/rpc/error_details_pb.js";
 import type { DomainError, DomainErrorKind } from "./domain-error.js";
+import type { Reason } from "./reasons.js";
 
 // One detail of a google.rpc.Status before packing: the shape ConnectError takes, and the shape to-status.ts packs
 // into google.protobuf.Any.
@@ -88,4 +89,30 @@ export function internalStatusParts(message: string, metadata: Record<string, st
     message,
     details: [{ desc: ErrorInfoSchema, value: { reason: "INTERNAL", domain: "cloudplane", metadata } }],
   };
+}
+
+// Errors that Connect's protocol layer raises on its own, before any handler of ours runs (an undecodable or
+// oversized message, an unknown compression, a unary call without its one message, a passed deadline). Connect's
+// message says what was wrong; the reason follows from the code, as nothing else is known about the error.
+const protocolReasons: Partial<Record<Code, Reason>> = {
+  [Code.InvalidArgument]: "MALFORMED_BODY",
+  [Code.ResourceExhausted]: "REQUEST_TOO_LARGE",
+  [Code.DeadlineExceeded]: "DEADLINE_EXCEEDED",
+};
+
+// Connect reports these mistakes of the caller as INTERNAL; its message is the only sign of them. Answered as
+// INVALID_ARGUMENT, since nothing a caller sends may look like a fault of the server.
+const callerFaultsConnectCallsInternal = [/^parse binary: /, /^received compressed envelope, but do not know how to decompress/];
+
+export function protocolStatusParts(connectCode: Code, message: string): StatusParts {
+  const code =
+    connectCode === Code.Internal && callerFaultsConnectCallsInternal.some((m) => m.test(message)) ? Code.InvalidArgument : connectCode;
+  const reason = protocolReasons[code] ?? (code === Code.Internal ? "INTERNAL" : "PROTOCOL_ERROR");
+  const details: StatusDetail[] = [{ desc: ErrorInfoSchema, value: { reason, domain: "cloudplane", metadata: {} } }];
+  if (code === Code.InvalidArgument) {
+    details.push({ desc: BadRequestSchema, value: { fieldViolations: [{ field: "", description: message }] } });
+  } else if (code === Code.ResourceExhausted) {
+    details.push({ desc: QuotaFailureSchema, value: { violations: [{ subject: "request", description: message }] } });
+  }
+  return { code, message, details };
 }

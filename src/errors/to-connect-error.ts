@@ -1,6 +1,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
+import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { DomainError } from "./domain-error.js";
-import { internalStatusParts, statusPartsOf } from "./status-details.js";
+import { internalStatusParts, protocolStatusParts, statusPartsOf } from "./status-details.js";
 
 // The one mapping from domain errors to wire errors. gRPC and gRPC-web then carry the details in
 // grpc-status-details-bin, Connect in its error JSON, and the REST layer renders the same ConnectError as a
@@ -17,12 +18,20 @@ export function internalError(requestId: string, cause: unknown): ConnectError {
   return new ConnectError(message, code, undefined, details, cause);
 }
 
-// Decides what a thrown value means on the wire. ConnectErrors raised by the protocol layer itself (bad
-// envelope, deadline, oversized message) pass through unchanged.
+// An error raised by Connect's protocol layer itself (bad envelope, undecodable or oversized message, deadline)
+// gets the ErrorInfo that every error of ours carries, and keeps Connect's message and metadata. Errors that
+// already carry an ErrorInfo are ours and are returned as they are.
+export function completeProtocolError(error: ConnectError): ConnectError {
+  if (error.findDetails(ErrorInfoSchema).length > 0) return error;
+  const { code, message, details } = protocolStatusParts(error.code, error.rawMessage);
+  return new ConnectError(message, code, error.metadata, details, error);
+}
+
+// Decides what a thrown value means on the wire.
 export function toConnectError(thrown: unknown, requestId: string): { error: ConnectError; internal: boolean } {
   if (thrown instanceof DomainError) return { error: domainErrorToConnectError(thrown), internal: false };
   if (thrown instanceof ConnectError && thrown.code !== Code.Internal && thrown.code !== Code.Unknown) {
-    return { error: thrown, internal: false };
+    return { error: completeProtocolError(thrown), internal: false };
   }
   return { error: internalError(requestId, thrown), internal: true };
 }

@@ -1,45 +1,12 @@
-import http2 from "node:http2";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { compressionGzip, createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DecryptRequestSchema, DecryptResponseSchema, EncryptRequestSchema, EncryptResponseSchema, KeyManagerService } from "../../gen/kms/v1/kms_pb.js";
 import { StatusSchema } from "../../gen/google/rpc/status_pb.js";
+import { frame, rawCall } from "../support/raw-grpc.js";
 import { startServer } from "../support/server.js";
 import type { TestServer } from "../support/server.js";
-
-interface RawResponse {
-  headers: http2.IncomingHttpHeaders;
-  trailers: http2.IncomingHttpHeaders;
-  body: Buffer;
-}
-
-function frame(message: Uint8Array): Buffer {
-  const out = Buffer.alloc(5 + message.length);
-  out.writeUInt32BE(message.length, 1);
-  out.set(message, 5);
-  return out;
-}
-
-// A gRPC call with nothing between the test and the wire, so the exact status trailers can be compared.
-function rawCall(url: string, path: string, body: Buffer, extra: http2.OutgoingHttpHeaders = {}): Promise<RawResponse> {
-  return new Promise((resolve, reject) => {
-    const session = http2.connect(url);
-    const req = session.request({ ":method": "POST", ":path": path, "content-type": "application/grpc", te: "trailers", ...extra });
-    let headers: http2.IncomingHttpHeaders = {};
-    let trailers: http2.IncomingHttpHeaders = {};
-    const chunks: Buffer[] = [];
-    req.on("response", (h) => (headers = h));
-    req.on("trailers", (t) => (trailers = t));
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => {
-      session.close();
-      resolve({ headers, trailers, body: Buffer.concat(chunks) });
-    });
-    req.on("error", reject);
-    req.end(body);
-  });
-}
 
 // Encrypt and Decrypt over gRPC are served by src/transport/grpc/unary-fast-path.ts; everything else, and any
 // request it does not take (compression, other content types), by Connect. Callers must not be able to tell.

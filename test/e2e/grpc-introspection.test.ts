@@ -1,19 +1,23 @@
 import http2 from "node:http2";
 import type { AddressInfo } from "node:net";
 import { createFileRegistry, fromBinary } from "@bufbuild/protobuf";
-import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
+import { anyUnpack, FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
 import type { FileDescriptorProto } from "@bufbuild/protobuf/wkt";
 import type { ConnectRouter } from "@connectrpc/connect";
-import { connectNodeAdapter } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import { afterAll, assert, beforeAll, describe, expect, it, vi } from "vitest";
+import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
+import { StatusSchema } from "../../gen/google/rpc/status_pb.js";
 import { Health, HealthCheckResponse_ServingStatus as ServingStatus } from "../../gen/grpc/health/v1/health_pb.js";
 import { ServerReflection as ServerReflectionV1 } from "../../gen/grpc/reflection/v1/reflection_pb.js";
 import { ServerReflection as ServerReflectionV1alpha } from "../../gen/grpc/reflection/v1alpha/reflection_pb.js";
 import { KeyManagerService } from "../../gen/kms/v1/kms_pb.js";
+import { createLogger } from "../../src/logger.js";
+import { createConnectAdapter } from "../../src/transport/connect-adapter.js";
 import { createHealthService, HealthStatus } from "../../src/transport/grpc/health-service.js";
 import { createReflectionServices } from "../../src/transport/grpc/reflection-service.js";
+import { callInterceptor } from "../../src/transport/interceptors.js";
 
 const KMS = "kms.v1.KeyManagerService";
 
@@ -77,7 +81,19 @@ async function startServer(): Promise<TestServer> {
     router.service(ServerReflectionV1, reflection.v1);
     router.service(ServerReflectionV1alpha, reflection.v1alpha);
   };
-  const server = http2.createServer(connectNodeAdapter({ routes, shutdownSignal: shutdown.signal }));
+  const logger = createLogger("silent");
+  const connect = createConnectAdapter({
+    routes,
+    shutdownSignal: shutdown.signal,
+    interceptors: [callInterceptor(logger)],
+    jsonOptions: {},
+    fallback: (_req, res) => {
+      res.writeHead(404);
+      res.end();
+    },
+    logger,
+  });
+  const server = http2.createServer(connect.handle);
   // Tracked so that close() does not wait for streams a failed test left open.
   const sessions = new Set<http2.ServerHttp2Session>();
   server.on("session", (session) => {
@@ -178,8 +194,11 @@ describe("grpc.health.v1.Health", () => {
     expect(await check(server.client, "")).toEqual({ status: "SERVING" });
   });
 
-  it("fails Check of an unknown service with NOT_FOUND", async () => {
-    await expect(check(server.client, "no.such.Service")).rejects.toMatchObject({ code: grpc.status.NOT_FOUND });
+  it("fails Check of an unknown service with NOT_FOUND and ErrorInfo HEALTH_SERVICE_UNKNOWN", async () => {
+    const error = (await check(server.client, "no.such.Service").catch((e: unknown) => e)) as grpc.ServiceError;
+    expect(error.code).toBe(grpc.status.NOT_FOUND);
+    const status = fromBinary(StatusSchema, error.metadata.get("grpc-status-details-bin")[0] as Buffer);
+    expect(status.details.map((d) => anyUnpack(d, ErrorInfoSchema)?.reason)).toContain("HEALTH_SERVICE_UNKNOWN");
   });
 
   it("lists every known status", async () => {

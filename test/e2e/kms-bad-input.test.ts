@@ -464,6 +464,8 @@ describe.each(["connect-json", "connect-binary", "grpc-web"] as const)("a reques
     const keyId = key.id ?? "";
     const failure = await failureOf(kms.encrypt({ keyId, keyVersionId: 1, plaintext: canaryBytes(5 * MIB) }));
     expect(failure.code).toBe(8);
+    expect(failure.reason).toBe("REQUEST_TOO_LARGE");
+    expect(failure.detailTypes).toEqual(["google.rpc.ErrorInfo", "google.rpc.QuotaFailure"]);
     expect(JSON.stringify(failure)).not.toContain(CANARY);
     expect(await kms.getKey(keyId)).toEqual(key);
     expect(server.logs()).not.toContain(CANARY);

@@ -2,6 +2,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { HealthCheckResponse_ServingStatus as ServingStatus } from "../../../gen/grpc/health/v1/health_pb.js";
 import type { Health, HealthCheckRequest, HealthCheckResponse } from "../../../gen/grpc/health/v1/health_pb.js";
+import { notFound } from "../../errors/domain-error.js";
 
 type StatusListener = (status: ServingStatus) => void;
 
@@ -77,7 +78,12 @@ export function createHealthService(status: HealthStatus): ServiceImpl<typeof He
     check(request) {
       const current = status.get(request.service);
       if (current === undefined) {
-        throw new ConnectError(`unknown service ${request.service}`, Code.NotFound);
+        throw notFound(
+          "cloudplane",
+          "HEALTH_SERVICE_UNKNOWN",
+          { resourceType: "grpc.health.v1 service", resourceName: request.service },
+          `unknown service ${request.service}`,
+        );
       }
       return { status: current };
     },

@@ -2,10 +2,11 @@ import { toBinary } from "@bufbuild/protobuf";
 import type { DescFile, DescService } from "@bufbuild/protobuf";
 import { nestedTypes } from "@bufbuild/protobuf/reflect";
 import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code } from "@connectrpc/connect";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { ServerReflection as ServerReflectionV1 } from "../../../gen/grpc/reflection/v1/reflection_pb.js";
 import type { ServerReflection as ServerReflectionV1alpha } from "../../../gen/grpc/reflection/v1alpha/reflection_pb.js";
+import { invalidArgument } from "../../errors/domain-error.js";
 
 // v1 and v1alpha messages differ only in their type names, so the core
 // works on their common shape and each version's messages fit it.
@@ -108,7 +109,7 @@ class ReflectionIndex {
         };
       }
       case undefined:
-        throw new ConnectError("reflection request without message_request", Code.InvalidArgument);
+        throw invalidArgument("cloudplane", [{ field: "messageRequest", description: "one of the request kinds is required" }]);
     }
   }
 

@@ -1,0 +1,189 @@
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import type { DescMessage, MessageShape } from "@bufbuild/protobuf";
+import { anyUnpack } from "@bufbuild/protobuf/wkt";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import {
+  BadRequestSchema,
+  ErrorInfoSchema,
+  QuotaFailureSchema,
+} from "../../gen/google/rpc/error_details_pb.js";
+import { StatusSchema } from "../../gen/google/rpc/status_pb.js";
+import type { Status } from "../../gen/google/rpc/status_pb.js";
+import { CreateCryptoKeyRequestSchema } from "../../gen/kms/v1/kms_pb.js";
+import { frame, rawCall } from "../support/raw-grpc.js";
+import { startServer } from "../support/server.js";
+import type { TestServer } from "../support/server.js";
+
+// Requests that Connect's protocol layer refuses before any handler or interceptor of ours runs still get the
+// ErrorInfo every error carries, a request id, and the same reason on every protocol
+// (src/transport/handler-wrapper.ts). Each case checks the exact wire form and that nothing was stored.
+
+const CREATE = "/kms.v1.KeyManagerService/CreateCryptoKey";
+const NAMESPACE = "protocol-errors";
+const MIB = 1024 * 1024;
+
+// A CreateCryptoKeyRequest cut off inside its parentId field: not a decodable message.
+const truncated = toBinary(CreateCryptoKeyRequestSchema, create(CreateCryptoKeyRequestSchema, { parentId: NAMESPACE })).subarray(0, 5);
+// Over the 4 MiB limit, and a valid request otherwise.
+const oversized = toBinary(
+  CreateCryptoKeyRequestSchema,
+  create(CreateCryptoKeyRequestSchema, { parentId: NAMESPACE, description: "d".repeat(5 * MIB) }),
+);
+
+function detail<D extends DescMessage>(status: Status, desc: D): MessageShape<D> | undefined {
+  for (const any of status.details) {
+    const value = anyUnpack(any, desc);
+    if (value !== undefined) return value;
+  }
+  return undefined;
+}
+
+function statusFromBin(value: string | string[] | undefined): Status {
+  return fromBinary(StatusSchema, Buffer.from(String(value), "base64"));
+}
+
+// The trailer frame (flag 0x80) at the end of a gRPC-web body, as headers.
+function grpcWebTrailer(body: Buffer): Map<string, string> {
+  let at = 0;
+  while (at + 5 <= body.length) {
+    const length = body.readUInt32BE(at + 1);
+    if (body[at] === 0x80) {
+      const text = body.subarray(at + 5, at + 5 + length).toString("latin1");
+      const lines = text.split("\r\n").filter((l) => l !== "");
+      return new Map(lines.map((l) => [l.slice(0, l.indexOf(":")).toLowerCase(), l.slice(l.indexOf(":") + 1).trim()]));
+    }
+    at += 5 + length;
+  }
+  throw new Error("no trailer frame in the gRPC-web body");
+}
+
+describe("errors raised by Connect's protocol layer", () => {
+  let server: TestServer;
+
+  async function storedKeyCount(): Promise<number> {
+    const res = await fetch(`${server.url}/kms.v1.KeyManagerService/ListCryptoKeys`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ parentId: NAMESPACE }),
+    });
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { keys?: unknown[] };
+    return body.keys?.length ?? 0;
+  }
+
+  beforeAll(async () => {
+    server = await startServer();
+  });
+  afterAll(() => server.stop());
+  beforeEach(async () => {
+    expect(await storedKeyCount()).toBe(0);
+  });
+
+  describe("Connect JSON", () => {
+    it("answers a body that is not JSON with 400, MALFORMED_BODY and the caller's request id", async () => {
+      const res = await fetch(`${server.url}${CREATE}`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-request-id": "bad-json-1" },
+        body: '{"parentId": ',
+      });
+      expect(res.status).toBe(400);
+      expect(res.headers.get("x-request-id")).toBe("bad-json-1");
+      const body = (await res.json()) as { code: string; message: string; details: { type: string; debug: unknown }[] };
+      expect(body.code).toBe("invalid_argument");
+      expect(body.message).toMatch(/^cannot decode message kms\.v1\.CreateCryptoKeyRequest from JSON/);
+      expect(body.details.map((d) => [d.type, d.debug])).toEqual([
+        ["google.rpc.ErrorInfo", { reason: "MALFORMED_BODY", domain: "cloudplane" }],
+        // The JSON form of a detail leaves out fields at their default value, here `field: ""`.
+        ["google.rpc.BadRequest", { fieldViolations: [{ description: body.message }] }],
+      ]);
+      expect(Number(res.headers.get("content-length"))).toBe(Buffer.byteLength(JSON.stringify(body)));
+      expect(await storedKeyCount()).toBe(0);
+    });
+
+    it("answers a message over 4 MiB with 429, REQUEST_TOO_LARGE and a QuotaFailure", async () => {
+      const res = await fetch(`${server.url}${CREATE}`, {
+        method: "POST",
+        headers: { "content-type": "application/proto" },
+        body: oversized,
+      });
+      expect(res.status).toBe(429);
+      expect(res.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
+      const body = (await res.json()) as { code: string; details: { type: string; debug: unknown }[] };
+      expect(body.code).toBe("resource_exhausted");
+      expect(body.details.map((d) => d.type)).toEqual(["google.rpc.ErrorInfo", "google.rpc.QuotaFailure"]);
+      expect(body.details[0]?.debug).toEqual({ reason: "REQUEST_TOO_LARGE", domain: "cloudplane" });
+      expect(await storedKeyCount()).toBe(0);
+    });
+  });
+
+  describe("gRPC (methods Connect serves)", () => {
+    it("answers an undecodable message with INVALID_ARGUMENT and MALFORMED_BODY in grpc-status-details-bin", async () => {
+      const res = await rawCall(server.url, CREATE, frame(truncated), { "x-request-id": "bad-proto-1" });
+      expect(res.headers[":status"]).toBe(200);
+      expect(res.headers["x-request-id"]).toBe("bad-proto-1");
+      expect(res.trailers["grpc-status"]).toBe("3");
+      const status = statusFromBin(res.trailers["grpc-status-details-bin"]);
+      expect(status.code).toBe(3);
+      expect(decodeURIComponent(String(res.trailers["grpc-message"]))).toBe(status.message);
+      expect(detail(status, ErrorInfoSchema)).toMatchObject({ reason: "MALFORMED_BODY", domain: "cloudplane" });
+      expect(detail(status, BadRequestSchema)?.fieldViolations).toEqual([
+        expect.objectContaining({ field: "", description: status.message }),
+      ]);
+      expect(await storedKeyCount()).toBe(0);
+    });
+
+    it("answers a message over 4 MiB with RESOURCE_EXHAUSTED and REQUEST_TOO_LARGE", async () => {
+      const res = await rawCall(server.url, CREATE, frame(oversized));
+      expect(res.trailers["grpc-status"]).toBe("8");
+      const status = statusFromBin(res.trailers["grpc-status-details-bin"]);
+      expect(detail(status, ErrorInfoSchema)?.reason).toBe("REQUEST_TOO_LARGE");
+      expect(detail(status, QuotaFailureSchema)?.violations).toHaveLength(1);
+      expect(res.headers["x-request-id"]).toMatch(/^[0-9a-f-]{36}$/);
+      expect(await storedKeyCount()).toBe(0);
+    });
+
+    it("answers an unknown grpc-encoding with UNIMPLEMENTED and PROTOCOL_ERROR", async () => {
+      const valid = toBinary(CreateCryptoKeyRequestSchema, create(CreateCryptoKeyRequestSchema, { parentId: NAMESPACE }));
+      const res = await rawCall(server.url, CREATE, frame(valid), { "grpc-encoding": "snappy" });
+      expect(res.trailers["grpc-status"]).toBe("12");
+      const status = statusFromBin(res.trailers["grpc-status-details-bin"]);
+      expect(status.message).toContain('unknown compression "snappy"');
+      expect(detail(status, ErrorInfoSchema)).toMatchObject({ reason: "PROTOCOL_ERROR", domain: "cloudplane" });
+      expect(await storedKeyCount()).toBe(0);
+    });
+
+    it("answers a unary call without its message with UNIMPLEMENTED and PROTOCOL_ERROR", async () => {
+      const res = await rawCall(server.url, CREATE, Buffer.alloc(0));
+      expect(res.trailers["grpc-status"]).toBe("12");
+      expect(detail(statusFromBin(res.trailers["grpc-status-details-bin"]), ErrorInfoSchema)?.reason).toBe("PROTOCOL_ERROR");
+      expect(await storedKeyCount()).toBe(0);
+    });
+  });
+
+  describe("gRPC-web", () => {
+    it("answers an undecodable message with the same status in its trailer frame", async () => {
+      const res = await fetch(`${server.url}${CREATE}`, {
+        method: "POST",
+        headers: { "content-type": "application/grpc-web+proto", "x-grpc-web": "1", "x-request-id": "bad-web-1" },
+        body: new Uint8Array(frame(truncated)),
+      });
+      expect(res.status).toBe(200);
+      expect(res.headers.get("x-request-id")).toBe("bad-web-1");
+      const trailer = grpcWebTrailer(Buffer.from(await res.arrayBuffer()));
+      expect(trailer.get("grpc-status")).toBe("3");
+      const status = statusFromBin(trailer.get("grpc-status-details-bin"));
+      expect(detail(status, ErrorInfoSchema)).toMatchObject({ reason: "MALFORMED_BODY", domain: "cloudplane" });
+      expect(detail(status, BadRequestSchema)?.fieldViolations).toHaveLength(1);
+      expect(await storedKeyCount()).toBe(0);
+    });
+  });
+
+  it("leaves errors of our own handlers as they are", async () => {
+    const empty = toBinary(CreateCryptoKeyRequestSchema, create(CreateCryptoKeyRequestSchema, {}));
+    const res = await rawCall(server.url, CREATE, frame(empty));
+    expect(res.trailers["grpc-status"]).toBe("3");
+    const status = statusFromBin(res.trailers["grpc-status-details-bin"]);
+    expect(detail(status, ErrorInfoSchema)).toMatchObject({ reason: "REQUEST_INVALID", domain: "kms" });
+    expect(detail(status, BadRequestSchema)?.fieldViolations.map((v) => v.field)).toEqual(["parentId"]);
+  });
+});

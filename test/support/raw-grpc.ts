@@ -1,0 +1,37 @@
+import http2 from "node:http2";
+
+// gRPC with nothing between the test and the wire, so that exact headers and trailers can be compared.
+
+export interface RawResponse {
+  headers: http2.IncomingHttpHeaders;
+  trailers: http2.IncomingHttpHeaders;
+  body: Buffer;
+}
+
+// One length-prefixed message: flag 0 (uncompressed), uint32 big-endian length, the bytes.
+export function frame(message: Uint8Array): Buffer {
+  const out = Buffer.alloc(5 + message.length);
+  out.writeUInt32BE(message.length, 1);
+  out.set(message, 5);
+  return out;
+}
+
+// One gRPC call on a session of its own. A trailers-only answer has its status in `headers`.
+export function rawCall(url: string, path: string, body: Buffer, extra: http2.OutgoingHttpHeaders = {}): Promise<RawResponse> {
+  return new Promise((resolve, reject) => {
+    const session = http2.connect(url);
+    const req = session.request({ ":method": "POST", ":path": path, "content-type": "application/grpc", te: "trailers", ...extra });
+    let headers: http2.IncomingHttpHeaders = {};
+    let trailers: http2.IncomingHttpHeaders = {};
+    const chunks: Buffer[] = [];
+    req.on("response", (h) => (headers = h));
+    req.on("trailers", (t) => (trailers = t));
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      session.close();
+      resolve({ headers, trailers, body: Buffer.concat(chunks) });
+    });
+    req.on("error", reject);
+    req.end(body);
+  });
+}
