@@ -93,7 +93,12 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
     fallback: (req, res) => void fallback(req, res),
     logger,
   });
-  const rest = createRestHandler({ services: apiServices, handlers: connect.handlers, maxBodyBytes: MAX_REQUEST_BYTES });
+  const rest = createRestHandler({
+    services: apiServices,
+    handlers: connect.handlers,
+    maxBodyBytes: MAX_REQUEST_BYTES,
+    onInternalError: (err, requestId) => logger.error({ requestId, err }, "REST request failed with an internal error"),
+  });
 
   let accepting = true;
   async function fallback(req: Req, res: Res): Promise<void> {

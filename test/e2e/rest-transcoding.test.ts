@@ -24,16 +24,15 @@ import { ItemService, itemMethod } from "../unit/rest-fixture.js";
 
 const MAX = 4 * 1024 * 1024;
 
-// Like the server's own interceptor: a request id on every answer, thrown errors mapped to wire errors.
+// Like the server's own interceptor: thrown errors mapped to wire errors. The request id the handlers saw is
+// kept, to check that the REST layer forwards the one it answers with.
+const handlerRequestIds: string[] = [];
 const mapErrors: Interceptor = (next) => async (req) => {
+  handlerRequestIds.push(req.header.get("x-request-id") ?? "");
   try {
-    const res = await next(req);
-    res.header.set("x-request-id", "rid-1");
-    return res;
+    return await next(req);
   } catch (thrown) {
-    const { error } = toConnectError(thrown, "rid-1");
-    error.metadata.set("x-request-id", "rid-1");
-    throw error;
+    throw toConnectError(thrown, "rid-1").error;
   }
 };
 
@@ -147,11 +146,12 @@ async function expectInvalid(res: Awaited<ReturnType<typeof call>>, reason: stri
 
 describe("successful calls", () => {
   test("path variable, forwarded credentials, handler headers and trailers", async () => {
-    const res = await call("GET", "/v1/keys/k%201", undefined, { authorization: "Bearer t0k" });
+    const res = await call("GET", "/v1/keys/k%201", undefined, { authorization: "Bearer t0k", "x-request-id": "rid-1" });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ id: "k 1", description: "Bearer t0k" });
     expect(res.headers.get("content-type")).toBe("application/json");
     expect(res.headers.get("x-request-id")).toBe("rid-1");
+    expect(handlerRequestIds.at(-1)).toBe("rid-1");
     expect(res.headers.get("x-ratelimit-remaining")).toBe("99");
     expect(res.headers.get("x-trailer-note")).toBe("from-trailer");
     expect([...res.headers.keys()].filter((h) => /^(connect-|grpc-|trailer-|content-encoding)/.test(h))).toEqual([]);
@@ -249,9 +249,10 @@ describe("rejected requests", () => {
     expect(sent).toBeLessThan(16);
   });
 
-  test("unknown route", async () => {
-    const res = await call("GET", "/v1/nothing-here");
+  test("unknown route, answered with the caller's request id", async () => {
+    const res = await call("GET", "/v1/nothing-here", undefined, { "x-request-id": "lost-1" });
     expect(res.status).toBe(404);
+    expect(res.headers.get("x-request-id")).toBe("lost-1");
     expect(res.body["code"]).toBe(5);
     expect(detail(res.body, ErrorInfoSchema).reason).toBe("ROUTE_NOT_FOUND");
   });
@@ -269,7 +270,9 @@ describe("errors of the handlers", () => {
   test("a DomainError is rendered as google.rpc.Status with its details", async () => {
     const res = await call("POST", "/v1/encrypt", JSON.stringify({ keyId: "disabled", keyVersionId: 1, plaintext: "aGk=" }));
     expect(res.status).toBe(400);
-    expect(res.headers.get("x-request-id")).toBe("rid-1");
+    // No id from the caller: the REST layer makes one, and the handler saw the same.
+    expect(res.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
+    expect(handlerRequestIds.at(-1)).toBe(res.headers.get("x-request-id"));
     const body = res.body as unknown as StatusBody;
     expect(body.code).toBe(9);
     expect(body.message).toBe("key version 1 is not enabled");

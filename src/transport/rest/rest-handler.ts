@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import type { DescService, JsonValue, Message } from "@bufbuild/protobuf";
 import { ConnectError } from "@connectrpc/connect";
 import { createUniversalHandlerClient } from "@connectrpc/connect/protocol";
@@ -6,6 +5,7 @@ import type { UniversalHandler } from "@connectrpc/connect/protocol";
 import { createTransport } from "@connectrpc/connect/protocol-connect";
 import type { Transport } from "@connectrpc/connect";
 import { domainErrorToConnectError, toConnectError } from "../../errors/to-connect-error.js";
+import { requestIdOf } from "../call-outcome.js";
 import type { NodeRequest, NodeResponse } from "../node-types.js";
 import { ClientGoneError, readBody } from "./body-reader.js";
 import { forwardRequestHeaders, responseHeadersOf } from "./http-headers.js";
@@ -50,25 +50,24 @@ export function createRestHandler(opts: RestHandlerOptions): RestHandler {
     opts.onInternalError ?? ((error, requestId) => console.error(`REST request ${requestId} failed`, error));
 
   return async (req, res) => {
+    // The same id the in-process call gets (it is forwarded as the x-request-id header), so the answer carries it
+    // whether the REST layer or the service refused the request.
+    const given = req.headers["x-request-id"];
+    const requestId = requestIdOf(Array.isArray(given) ? given[0] : given);
     const abort = new AbortController();
     const onClose = (): void => {
       if (!res.writableFinished) abort.abort();
     };
     res.once("close", onClose);
     try {
-      const outcome = await serve(req, table, transport, opts.maxBodyBytes, abort.signal);
-      if (!abort.signal.aborted) write(req, res, outcome);
+      const outcome = await serve(req, requestId, table, transport, opts.maxBodyBytes, abort.signal);
+      if (!abort.signal.aborted) write(req, res, requestId, outcome);
     } catch (thrown) {
       if (abort.signal.aborted || thrown instanceof ClientGoneError) return;
-      const requestId = randomUUID();
       const { error, internal } = toConnectError(thrown, requestId);
-      const headers = new Map<string, string[]>();
-      if (internal) {
-        onInternalError(thrown, requestId);
-        headers.set("x-request-id", [requestId]);
-      }
+      if (internal) onInternalError(thrown, requestId);
       try {
-        write(req, res, errorOutcome(error, headers));
+        write(req, res, requestId, errorOutcome(error, new Map()));
       } catch (writeError) {
         onInternalError(writeError, requestId);
         res.destroy();
@@ -81,6 +80,7 @@ export function createRestHandler(opts: RestHandlerOptions): RestHandler {
 
 async function serve(
   req: NodeRequest,
+  requestId: string,
   table: RouteTable,
   transport: Transport,
   maxBodyBytes: number,
@@ -106,7 +106,9 @@ async function serve(
     contentType: req.headers["content-type"],
     contentEncoding: req.headers["content-encoding"],
   });
-  return call(route, transport, message, forwardRequestHeaders(req.headers), signal);
+  const header = forwardRequestHeaders(req.headers);
+  header.set("x-request-id", requestId);
+  return call(route, transport, message, header, signal);
 }
 
 async function call(
@@ -144,11 +146,12 @@ interface ResponseSink {
   end(body: string): unknown;
 }
 
-function write(req: NodeRequest, res: ResponseSink, outcome: Outcome): void {
+function write(req: NodeRequest, res: ResponseSink, requestId: string, outcome: Outcome): void {
   if (res.headersSent || res.destroyed) return;
   res.statusCode = outcome.status;
   for (const [name, values] of outcome.headers) res.setHeader(name, values.length === 1 ? (values[0] ?? "") : values);
   res.setHeader("content-type", "application/json");
+  res.setHeader("x-request-id", requestId);
   // An HTTP/1.1 body left unread (too large, or the route was not found) must not be parsed as the next request
   // on this connection; HTTP/2 streams need no such care.
   if (req.httpVersionMajor === 1 && !req.complete) res.setHeader("connection", "close");
