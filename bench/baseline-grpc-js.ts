@@ -38,7 +38,7 @@ const implementation: grpc.UntypedServiceImplementation = {
     if (key === undefined || req.keyVersionId !== key.versionId) return callback(failure(grpc.status.NOT_FOUND, "key version not found"));
     const plaintext = req.plaintext ?? EMPTY;
     if (plaintext.length === 0 || plaintext.length > 65536) return callback(failure(grpc.status.INVALID_ARGUMENT, "bad plaintext"));
-    const ciphertext = seal("AES_256", key.secret, key.idBytes, key.versionId, plaintext, req.additionalAuthenticatedData ?? EMPTY);
+    const ciphertext = seal(key.key, plaintext, req.additionalAuthenticatedData ?? EMPTY);
     callback(null, { keyId: key.id, keyVersionId: key.versionId, ciphertext });
   },
   Decrypt(call: grpc.ServerUnaryCall<DecryptRequest, unknown>, callback: grpc.sendUnaryData<unknown>) {
@@ -47,7 +47,7 @@ const implementation: grpc.UntypedServiceImplementation = {
     if (key === undefined) return callback(failure(grpc.status.NOT_FOUND, "key not found"));
     const ciphertext = req.ciphertext ?? EMPTY;
     if (ciphertextVersion(ciphertext) !== key.versionId) return callback(failure(grpc.status.INVALID_ARGUMENT, "invalid ciphertext"));
-    const plaintext = open("AES_256", key.secret, key.idBytes, ciphertext, req.additionalAuthenticatedData ?? EMPTY);
+    const plaintext = open(key.key, ciphertext, req.additionalAuthenticatedData ?? EMPTY);
     if (plaintext === null) return callback(failure(grpc.status.INVALID_ARGUMENT, "invalid ciphertext"));
     callback(null, { keyId: key.id, keyVersionId: key.versionId, plaintext });
   },

@@ -70,7 +70,7 @@ function encrypt(stream: ServerHttp2Stream, body: Buffer): void {
   const key = keys.get(req.keyId);
   if (key === undefined || req.keyVersionId !== key.versionId) return fail(stream, 5, "key version not found");
   if (req.plaintext.length === 0 || req.plaintext.length > 65536) return fail(stream, 3, "bad plaintext");
-  const ciphertext = seal("AES_256", key.secret, key.idBytes, key.versionId, req.plaintext, req.additionalAuthenticatedData);
+  const ciphertext = seal(key.key, req.plaintext, req.additionalAuthenticatedData);
   const res = create(EncryptResponseSchema, { keyId: req.keyId, keyVersionId: key.versionId, ciphertext });
   reply(stream, toBinary(EncryptResponseSchema, res));
 }
@@ -82,7 +82,7 @@ function decrypt(stream: ServerHttp2Stream, body: Buffer): void {
   if (key === undefined) return fail(stream, 5, "key not found");
   const versionId = ciphertextVersion(req.ciphertext);
   if (versionId !== key.versionId) return fail(stream, 3, "invalid ciphertext");
-  const plaintext = open("AES_256", key.secret, key.idBytes, req.ciphertext, req.additionalAuthenticatedData);
+  const plaintext = open(key.key, req.ciphertext, req.additionalAuthenticatedData);
   if (plaintext === null) return fail(stream, 3, "invalid ciphertext");
   const res = create(DecryptResponseSchema, { keyId: req.keyId, keyVersionId: versionId, plaintext });
   reply(stream, toBinary(DecryptResponseSchema, res));

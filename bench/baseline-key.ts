@@ -1,14 +1,14 @@
 import { createSecretKey, randomBytes } from "node:crypto";
-import type { KeyObject } from "node:crypto";
+import { versionKey } from "../src/kms/ciphertext.js";
+import type { VersionKey } from "../src/kms/ciphertext.js";
 
-// The one key both baselines hold, in the shape cloudplane's KeyCache keeps it: the material as a KeyObject and
-// the key id already encoded, looked up in a Map by id on every call. The id comes from the bench (it is the id
+// The one key both baselines hold, in the shape cloudplane's KeyCache keeps it: a VersionKey built once, looked
+// up in a Map by id on every call. The id comes from the bench (it is the id
 // cloudplane assigned, so every server accepts the same request files); the material is random per process.
 export interface BaselineKey {
   readonly id: string;
-  readonly idBytes: Buffer;
   readonly versionId: number;
-  readonly secret: KeyObject;
+  readonly key: VersionKey;
 }
 
 export const BASELINE_VERSION_ID = 1;
@@ -16,7 +16,11 @@ export const BASELINE_VERSION_ID = 1;
 export function baselineKeys(env: NodeJS.ProcessEnv): Map<string, BaselineKey> {
   const id = env.BENCH_KEY_ID;
   if (id === undefined || id === "") throw new Error("BENCH_KEY_ID is required");
-  const key: BaselineKey = { id, idBytes: Buffer.from(id), versionId: BASELINE_VERSION_ID, secret: createSecretKey(randomBytes(32)) };
+  const key: BaselineKey = {
+    id,
+    versionId: BASELINE_VERSION_ID,
+    key: versionKey("AES_256", createSecretKey(randomBytes(32)), Buffer.from(id), BASELINE_VERSION_ID),
+  };
   return new Map([[id, key]]);
 }
 

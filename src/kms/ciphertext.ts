@@ -37,38 +37,48 @@ function takeNonce(target: Buffer, at: number): void {
   nonceOffset += NONCE_BYTES;
 }
 
-function additionalData(header: Uint8Array, keyId: Buffer, aad: Uint8Array): Buffer {
-  const out = Buffer.allocUnsafe(HEADER_BYTES + 2 + keyId.length + aad.length);
-  out.set(header, 0);
-  out.writeUInt16BE(keyId.length, HEADER_BYTES);
-  keyId.copy(out, HEADER_BYTES + 2);
-  out.set(aad, HEADER_BYTES + 2 + keyId.length);
-  return out;
+// One ENABLED key version, ready to seal and open: built once when the version enters the cache, so that no call
+// re-derives anything from it.
+export interface VersionKey {
+  readonly algorithm: Algorithm;
+  readonly secret: KeyObject;
+  readonly versionId: number;
+  // header || uint16 length of key id || key id: the part of the GCM additional data that is the same for every
+  // ciphertext of this version. The caller's AAD follows it as a second setAAD, which GCM treats as one stream.
+  readonly aadPrefix: Buffer;
 }
 
-export function seal(
-  algorithm: Algorithm,
-  key: KeyObject,
-  keyId: Buffer,
-  versionId: number,
-  plaintext: Uint8Array,
-  aad: Uint8Array,
-): Uint8Array {
-  // One allocation for the whole result; the cipher writes straight into it.
-  const out = Buffer.allocUnsafe(OVERHEAD + plaintext.length);
-  out[0] = FORMAT;
-  out.writeUInt32BE(versionId, 1);
-  takeNonce(out, HEADER_BYTES);
-  const nonce = out.subarray(HEADER_BYTES, HEADER_BYTES + NONCE_BYTES);
-  const cipher = createCipheriv(gcmNames[algorithm], key, nonce);
-  cipher.setAAD(additionalData(out.subarray(0, HEADER_BYTES), keyId, aad));
-  const body = cipher.update(plaintext);
-  body.copy(out, HEADER_BYTES + NONCE_BYTES);
-  let offset = HEADER_BYTES + NONCE_BYTES + body.length;
-  const rest = cipher.final();
-  rest.copy(out, offset);
-  offset += rest.length;
+export function versionKey(algorithm: Algorithm, secret: KeyObject, keyId: Buffer, versionId: number): VersionKey {
+  const aadPrefix = Buffer.allocUnsafe(HEADER_BYTES + 2 + keyId.length);
+  aadPrefix[0] = FORMAT;
+  aadPrefix.writeUInt32BE(versionId, 1);
+  aadPrefix.writeUInt16BE(keyId.length, HEADER_BYTES);
+  keyId.copy(aadPrefix, HEADER_BYTES + 2);
+  return { algorithm, secret, versionId, aadPrefix };
+}
+
+// The size of the ciphertext of a plaintext of this size.
+export function sealedLength(plaintextBytes: number): number {
+  return OVERHEAD + plaintextBytes;
+}
+
+// Writes the ciphertext into out[at, at + sealedLength(plaintext.length)), for callers that have the buffer the
+// ciphertext goes out in (the gRPC fast path's response frame).
+export function sealInto(out: Buffer, at: number, key: VersionKey, plaintext: Uint8Array, aad: Uint8Array): void {
+  key.aadPrefix.copy(out, at, 0, HEADER_BYTES);
+  takeNonce(out, at + HEADER_BYTES);
+  const cipher = createCipheriv(gcmNames[key.algorithm], key.secret, out.subarray(at + HEADER_BYTES, at + HEADER_BYTES + NONCE_BYTES));
+  cipher.setAAD(key.aadPrefix);
+  if (aad.length > 0) cipher.setAAD(aad);
+  let offset = at + HEADER_BYTES + NONCE_BYTES;
+  offset += cipher.update(plaintext).copy(out, offset);
+  offset += cipher.final().copy(out, offset);
   cipher.getAuthTag().copy(out, offset);
+}
+
+export function seal(key: VersionKey, plaintext: Uint8Array, aad: Uint8Array): Uint8Array {
+  const out = Buffer.allocUnsafe(sealedLength(plaintext.length));
+  sealInto(out, 0, key, plaintext, aad);
   return out;
 }
 
@@ -80,18 +90,15 @@ export function ciphertextVersion(ciphertext: Uint8Array): number | null {
   return version >= 1 ? version : null;
 }
 
-// Returns null when authentication fails; callers answer every failure with the same message so the result
-// is no oracle.
-export function open(
-  algorithm: Algorithm,
-  key: KeyObject,
-  keyId: Buffer,
-  ciphertext: Uint8Array,
-  aad: Uint8Array,
-): Uint8Array | null {
+// Opens a ciphertext of `key`'s version (as ciphertextVersion named it): its header is then the key's own, so the
+// cached prefix is exactly the additional data it was sealed with. Returns null when authentication fails;
+// callers answer every failure with the same message so the result is no oracle.
+export function open(key: VersionKey, ciphertext: Uint8Array, aad: Uint8Array): Uint8Array | null {
   const n = ciphertext.length;
-  const decipher = createDecipheriv(gcmNames[algorithm], key, ciphertext.subarray(HEADER_BYTES, HEADER_BYTES + NONCE_BYTES));
-  decipher.setAAD(additionalData(ciphertext.subarray(0, HEADER_BYTES), keyId, aad));
+  if (ciphertextVersion(ciphertext) !== key.versionId) return null;
+  const decipher = createDecipheriv(gcmNames[key.algorithm], key.secret, ciphertext.subarray(HEADER_BYTES, HEADER_BYTES + NONCE_BYTES));
+  decipher.setAAD(key.aadPrefix);
+  if (aad.length > 0) decipher.setAAD(aad);
   decipher.setAuthTag(ciphertext.subarray(n - TAG_BYTES));
   const body = decipher.update(ciphertext.subarray(HEADER_BYTES + NONCE_BYTES, n - TAG_BYTES));
   try {

@@ -1,4 +1,5 @@
 import type { DecryptRequest, EncryptRequest } from "../../gen/kms/v1/kms_pb.js";
+import type { VersionKey } from "./ciphertext.js";
 import type { KeyManager } from "./key-manager.js";
 import { MAX_DATA_BYTES, Violations, checkData, checkKeyId, checkVersionId } from "./request-validation.js";
 
@@ -17,6 +18,9 @@ export interface DecryptResult {
 }
 
 export interface CryptoHandlers {
+  // Checks an Encrypt request and finds the version it seals with, for a caller that writes the ciphertext
+  // itself: the gRPC fast path seals straight into its response frame.
+  sealingKey(req: EncryptRequest): MaybePromise<VersionKey>;
   encrypt(req: EncryptRequest): MaybePromise<EncryptResult>;
   decrypt(req: DecryptRequest): MaybePromise<DecryptResult>;
 }
@@ -26,21 +30,13 @@ export interface CryptoHandlers {
 // synchronously, and the checks are plain comparisons that build violations only when something is wrong.
 export function createCryptoHandlers(manager: KeyManager): CryptoHandlers {
   return {
+    sealingKey(req) {
+      checkEncrypt(req);
+      return manager.sealingKey(req.keyId, req.keyVersionId);
+    },
+
     encrypt(req) {
-      if (
-        req.keyId === "" ||
-        req.keyVersionId < 1 ||
-        req.plaintext.length === 0 ||
-        req.plaintext.length > MAX_DATA_BYTES ||
-        req.additionalAuthenticatedData.length > MAX_DATA_BYTES
-      ) {
-        const v = new Violations();
-        checkKeyId(v, "keyId", req.keyId);
-        checkVersionId(v, req.keyVersionId);
-        checkData(v, "plaintext", req.plaintext, true);
-        checkData(v, "additionalAuthenticatedData", req.additionalAuthenticatedData, false);
-        v.throwIfAny();
-      }
+      checkEncrypt(req);
       const sealed = manager.encrypt(req.keyId, req.keyVersionId, req.plaintext, req.additionalAuthenticatedData);
       const respond = (ciphertext: Uint8Array) => ({ keyId: req.keyId, keyVersionId: req.keyVersionId, ciphertext });
       return sealed instanceof Promise ? sealed.then(respond) : respond(sealed);
@@ -63,4 +59,21 @@ export function createCryptoHandlers(manager: KeyManager): CryptoHandlers {
       return opened instanceof Promise ? opened.then(respond) : respond(opened);
     },
   };
+}
+
+function checkEncrypt(req: EncryptRequest): void {
+  if (
+    req.keyId === "" ||
+    req.keyVersionId < 1 ||
+    req.plaintext.length === 0 ||
+    req.plaintext.length > MAX_DATA_BYTES ||
+    req.additionalAuthenticatedData.length > MAX_DATA_BYTES
+  ) {
+    const v = new Violations();
+    checkKeyId(v, "keyId", req.keyId);
+    checkVersionId(v, req.keyVersionId);
+    checkData(v, "plaintext", req.plaintext, true);
+    checkData(v, "additionalAuthenticatedData", req.additionalAuthenticatedData, false);
+    v.throwIfAny();
+  }
 }

@@ -1,5 +1,6 @@
 import { createSecretKey } from "node:crypto";
-import type { KeyObject } from "node:crypto";
+import { versionKey } from "./ciphertext.js";
+import type { VersionKey } from "./ciphertext.js";
 import type { MasterKey } from "./master-key.js";
 import type { Algorithm, KeyAggregate, VersionState } from "./model.js";
 
@@ -10,13 +11,11 @@ export interface CachedVersion {
   readonly destroyAt: number | null;
   // Unwrapped material, present only while the version is ENABLED: a disabled or scheduled version keeps no
   // usable key in memory.
-  readonly secret: KeyObject | null;
+  readonly key: VersionKey | null;
 }
 
 export interface CachedKey {
   readonly id: string;
-  // The key id as bytes, bound into every ciphertext's additional data; kept to avoid re-encoding per call.
-  readonly idBytes: Buffer;
   readonly goneAt: number | null;
   readonly versions: ReadonlyMap<number, CachedVersion>;
 }
@@ -38,21 +37,17 @@ export class KeyCache {
 
   put(aggregate: KeyAggregate): CachedKey {
     const versions = new Map<number, CachedVersion>();
+    const idBytes = Buffer.from(aggregate.key.id);
     for (const v of aggregate.versions) {
-      let secret: KeyObject | null = null;
+      let key: VersionKey | null = null;
       if (v.state === "ENABLED" && v.wrappedMaterial !== null) {
         const material = this.masterKey.unwrap(v.wrappedMaterial, v.keyId, v.id);
-        secret = createSecretKey(material);
+        key = versionKey(v.algorithm, createSecretKey(material), idBytes, v.id);
         material.fill(0);
       }
-      versions.set(v.id, { id: v.id, state: v.state, algorithm: v.algorithm, destroyAt: v.destroyAt, secret });
+      versions.set(v.id, { id: v.id, state: v.state, algorithm: v.algorithm, destroyAt: v.destroyAt, key });
     }
-    const entry: CachedKey = {
-      id: aggregate.key.id,
-      idBytes: Buffer.from(aggregate.key.id),
-      goneAt: aggregate.key.goneAt,
-      versions,
-    };
+    const entry: CachedKey = { id: aggregate.key.id, goneAt: aggregate.key.goneAt, versions };
     this.entries.delete(entry.id);
     this.entries.set(entry.id, entry);
     if (this.entries.size > this.maxEntries) {

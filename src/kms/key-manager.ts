@@ -3,6 +3,7 @@ import { DomainError, failedPrecondition, invalidArgument, notFound } from "../e
 import type { Clock } from "../shared/clock.js";
 import type { KeyMutation, KeyPage, KmsStore } from "../storage/kms-store.js";
 import { ciphertextVersion, open, seal } from "./ciphertext.js";
+import type { VersionKey } from "./ciphertext.js";
 import { cachedState } from "./key-cache.js";
 import type { CachedKey, KeyCache } from "./key-cache.js";
 import type { MasterKey } from "./master-key.js";
@@ -246,17 +247,24 @@ export class KeyManager {
     return this.cache.put(aggregate);
   }
 
-  encrypt(keyId: string, versionId: number, plaintext: Uint8Array, aad: Uint8Array): Uint8Array | Promise<Uint8Array> {
+  // The version Encrypt seals with: it must exist and be ENABLED. A cache hit answers synchronously.
+  sealingKey(keyId: string, versionId: number): VersionKey | Promise<VersionKey> {
     const entry = this.cached(keyId);
-    if (entry instanceof Promise) return entry.then((e) => this.sealWith(e, versionId, plaintext, aad));
-    return this.sealWith(entry, versionId, plaintext, aad);
+    if (entry instanceof Promise) return entry.then((e) => this.enabledKey(e, versionId));
+    return this.enabledKey(entry, versionId);
   }
 
-  private sealWith(entry: CachedKey, versionId: number, plaintext: Uint8Array, aad: Uint8Array): Uint8Array {
+  encrypt(keyId: string, versionId: number, plaintext: Uint8Array, aad: Uint8Array): Uint8Array | Promise<Uint8Array> {
+    const key = this.sealingKey(keyId, versionId);
+    if (key instanceof Promise) return key.then((k) => seal(k, plaintext, aad));
+    return seal(key, plaintext, aad);
+  }
+
+  private enabledKey(entry: CachedKey, versionId: number): VersionKey {
     const version = entry.versions.get(versionId);
     if (version === undefined) throw versionNotFound(entry.id, versionId);
-    if (version.secret === null) throw notEnabled(entry.id, versionId, cachedState(version, this.clock.now()));
-    return seal(version.algorithm, version.secret, entry.idBytes, versionId, plaintext, aad);
+    if (version.key === null) throw notEnabled(entry.id, versionId, cachedState(version, this.clock.now()));
+    return version.key;
   }
 
   decrypt(keyId: string, ciphertext: Uint8Array, aad: Uint8Array): { versionId: number; plaintext: Uint8Array } | Promise<{ versionId: number; plaintext: Uint8Array }> {
@@ -270,8 +278,8 @@ export class KeyManager {
     const version = versionId === null ? undefined : entry.versions.get(versionId);
     // A ciphertext naming a version this key never had is as invalid as a tampered one: same answer.
     if (versionId === null || version === undefined) throw invalidCiphertext();
-    if (version.secret === null) throw notEnabled(entry.id, versionId, cachedState(version, this.clock.now()));
-    const plaintext = open(version.algorithm, version.secret, entry.idBytes, ciphertext, aad);
+    if (version.key === null) throw notEnabled(entry.id, versionId, cachedState(version, this.clock.now()));
+    const plaintext = open(version.key, ciphertext, aad);
     if (plaintext === null) throw invalidCiphertext();
     return { versionId, plaintext };
   }
