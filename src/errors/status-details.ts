@@ -100,13 +100,7 @@ const protocolReasons: Partial<Record<Code, Reason>> = {
   [Code.DeadlineExceeded]: "DEADLINE_EXCEEDED",
 };
 
-// Connect reports these mistakes of the caller as INTERNAL; its message is the only sign of them. Answered as
-// INVALID_ARGUMENT, since nothing a caller sends may look like a fault of the server.
-const callerFaultsConnectCallsInternal = [/^parse binary: /, /^received compressed envelope, but do not know how to decompress/];
-
-export function protocolStatusParts(connectCode: Code, message: string): StatusParts {
-  const code =
-    connectCode === Code.Internal && callerFaultsConnectCallsInternal.some((m) => m.test(message)) ? Code.InvalidArgument : connectCode;
+export function protocolStatusParts(code: Code, message: string): StatusParts {
   const reason = protocolReasons[code] ?? (code === Code.Internal ? "INTERNAL" : "PROTOCOL_ERROR");
   const details: StatusDetail[] = [{ desc: ErrorInfoSchema, value: { reason, domain: "cloudplane", metadata: {} } }];
   if (code === Code.InvalidArgument) {

@@ -23,14 +23,26 @@ export function internalError(requestId: string, cause: unknown): ConnectError {
 // already carry an ErrorInfo are ours and are returned as they are.
 export function completeProtocolError(error: ConnectError): ConnectError {
   if (error.findDetails(ErrorInfoSchema).length > 0) return error;
-  const { code, message, details } = protocolStatusParts(error.code, error.rawMessage);
+  const code = isCallerFaultReportedAsInternal(error) ? Code.InvalidArgument : error.code;
+  const { message, details } = protocolStatusParts(code, error.rawMessage);
   return new ConnectError(message, code, error.metadata, details, error);
+}
+
+// Connect reports these mistakes of the caller as INTERNAL; its message is the only sign of them. They are
+// answered as INVALID_ARGUMENT, since nothing a caller sends may look like a fault of the server.
+const callerFaultsConnectCallsInternal = [/^parse binary: /, /^received compressed envelope, but do not know how to decompress/];
+
+function isCallerFaultReportedAsInternal(error: ConnectError): boolean {
+  return error.code === Code.Internal && callerFaultsConnectCallsInternal.some((m) => m.test(error.rawMessage));
 }
 
 // Decides what a thrown value means on the wire.
 export function toConnectError(thrown: unknown, requestId: string): { error: ConnectError; internal: boolean } {
   if (thrown instanceof DomainError) return { error: domainErrorToConnectError(thrown), internal: false };
-  if (thrown instanceof ConnectError && thrown.code !== Code.Internal && thrown.code !== Code.Unknown) {
+  if (
+    thrown instanceof ConnectError &&
+    ((thrown.code !== Code.Internal && thrown.code !== Code.Unknown) || isCallerFaultReportedAsInternal(thrown))
+  ) {
     return { error: completeProtocolError(thrown), internal: false };
   }
   return { error: internalError(requestId, thrown), internal: true };

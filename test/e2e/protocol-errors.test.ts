@@ -178,6 +178,36 @@ describe("errors raised by Connect's protocol layer", () => {
     });
   });
 
+  describe("streaming calls (health Watch), whose request is read inside the interceptor", () => {
+    // HealthCheckRequest.service (field 1, length 5) with one byte of the five.
+    const brokenWatch = Buffer.from([0x0a, 0x05, 0x61]);
+
+    it("answers an undecodable request over gRPC with INVALID_ARGUMENT, not INTERNAL", async () => {
+      const res = await rawCall(server.url, "/grpc.health.v1.Health/Watch", frame(brokenWatch));
+      expect(res.trailers["grpc-status"]).toBe("3");
+      const status = statusFromBin(res.trailers["grpc-status-details-bin"]);
+      expect(status.message).toMatch(/^parse binary: /);
+      expect(detail(status, ErrorInfoSchema)).toMatchObject({ reason: "MALFORMED_BODY", domain: "cloudplane" });
+      expect(server.logs()).not.toContain("internal error");
+    });
+
+    it("answers it over the Connect protocol with the same error in the end-of-stream message", async () => {
+      const res = await fetch(`${server.url}/grpc.health.v1.Health/Watch`, {
+        method: "POST",
+        headers: { "content-type": "application/connect+proto", "x-request-id": "watch-1" },
+        body: new Uint8Array(frame(brokenWatch)),
+      });
+      expect(res.status).toBe(200);
+      expect(res.headers.get("x-request-id")).toBe("watch-1");
+      const body = Buffer.from(await res.arrayBuffer());
+      // One frame: flag 2 (end of stream), then its JSON.
+      expect(body[0]).toBe(2);
+      const end = JSON.parse(body.subarray(5).toString()) as { error: { code: string; details: { type: string; debug: unknown }[] } };
+      expect(end.error.code).toBe("invalid_argument");
+      expect(end.error.details[0]).toMatchObject({ type: "google.rpc.ErrorInfo", debug: { reason: "MALFORMED_BODY", domain: "cloudplane" } });
+    });
+  });
+
   it("leaves errors of our own handlers as they are", async () => {
     const empty = toBinary(CreateCryptoKeyRequestSchema, create(CreateCryptoKeyRequestSchema, {}));
     const res = await rawCall(server.url, CREATE, frame(empty));
