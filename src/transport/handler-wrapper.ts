@@ -3,11 +3,12 @@ import { ConnectError, createContextValues } from "@connectrpc/connect";
 import { createAsyncIterable, encodeEnvelope, readAllBytes } from "@connectrpc/connect/protocol";
 import type { UniversalHandler, UniversalServerRequest, UniversalServerResponse } from "@connectrpc/connect/protocol";
 import { contentTypeUnaryRegExp, errorFromJsonBytes, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
-import { contentTypeRegExp as grpcContentType, findTrailerError, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
+import { contentTypeRegExp as grpcContentType, findTrailerError } from "@connectrpc/connect/protocol-grpc";
 import { contentTypeRegExp as grpcWebContentType, trailerFlag, trailerParse, trailerSerialize } from "@connectrpc/connect/protocol-grpc-web";
 import { completeProtocolError } from "../errors/to-connect-error.js";
 import { requestIdOf } from "./call-outcome.js";
 import { requestIdKey } from "./context.js";
+import { grpcStatusHeaders } from "./grpc/grpc-status.js";
 
 const ENVELOPE_BYTES = 5;
 
@@ -45,11 +46,18 @@ export function wrapHandler(handler: UniversalHandler, jsonOptions: Partial<Json
   });
 }
 
+// The status of a failed call, completed and with grpc-message encoded as grpc-status.ts explains; the other
+// entries (x-request-id ...) stay as they are.
+function completeGrpcStatus(trailer: Headers): void {
+  const error = findTrailerError(trailer);
+  if (error === undefined) return;
+  grpcStatusHeaders(completeProtocolError(error)).forEach((value, key) => trailer.set(key, value));
+}
+
 // gRPC: the status is in the trailers, which Connect fills in as the body ends and the adapter writes after it.
 async function* completeGrpcTrailer(body: AsyncIterable<Uint8Array>, trailer: Headers): AsyncIterable<Uint8Array> {
   yield* body;
-  const error = findTrailerError(trailer);
-  if (error !== undefined) setTrailerStatus(trailer, completeProtocolError(error));
+  completeGrpcStatus(trailer);
 }
 
 // gRPC-web: the status is in the last frame of the body; Connect yields each frame as one chunk.
@@ -64,12 +72,7 @@ async function* completeGrpcWebTrailer(body: AsyncIterable<Uint8Array>): AsyncIt
       continue;
     }
     const trailer = trailerParse(chunk.subarray(ENVELOPE_BYTES));
-    const error = findTrailerError(trailer);
-    if (error === undefined) {
-      yield chunk;
-      continue;
-    }
-    setTrailerStatus(trailer, completeProtocolError(error));
+    completeGrpcStatus(trailer);
     yield encodeEnvelope(trailerFlag, trailerSerialize(trailer));
   }
 }

@@ -1,6 +1,7 @@
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import type { DescMessage, MessageShape } from "@bufbuild/protobuf";
 import { anyUnpack } from "@bufbuild/protobuf/wkt";
+import * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import {
   BadRequestSchema,
@@ -9,7 +10,7 @@ import {
 } from "../../gen/google/rpc/error_details_pb.js";
 import { StatusSchema } from "../../gen/google/rpc/status_pb.js";
 import type { Status } from "../../gen/google/rpc/status_pb.js";
-import { CreateCryptoKeyRequestSchema } from "../../gen/kms/v1/kms_pb.js";
+import { CreateCryptoKeyRequestSchema, EncryptRequestSchema } from "../../gen/kms/v1/kms_pb.js";
 import { frame, rawCall } from "../support/raw-grpc.js";
 import { startServer } from "../support/server.js";
 import type { TestServer } from "../support/server.js";
@@ -208,12 +209,55 @@ describe("errors raised by Connect's protocol layer", () => {
     });
   });
 
-  it("leaves errors of our own handlers as they are", async () => {
+  it("leaves errors of our own handlers as they are, with grpc-message as the gRPC spec encodes it", async () => {
     const empty = toBinary(CreateCryptoKeyRequestSchema, create(CreateCryptoKeyRequestSchema, {}));
-    const res = await rawCall(server.url, CREATE, frame(empty));
+    const res = await rawCall(server.url, CREATE, frame(empty), { "x-request-id": "own-1" });
     expect(res.trailers["grpc-status"]).toBe("3");
+    expect(res.trailers["grpc-message"]).toBe("parentId: is required");
+    expect(res.headers["x-request-id"]).toBe("own-1");
+    // Once, not once per rewrite of the status.
+    expect(res.trailers["x-request-id"]).toBe("own-1");
     const status = statusFromBin(res.trailers["grpc-status-details-bin"]);
     expect(detail(status, ErrorInfoSchema)).toMatchObject({ reason: "REQUEST_INVALID", domain: "kms" });
     expect(detail(status, BadRequestSchema)?.fieldViolations.map((v) => v.field)).toEqual(["parentId"]);
+  });
+});
+
+// @grpc/grpc-js decodes grpc-message with decodeURI, which leaves "%3A" as it is: the message must reach it
+// without needless escapes, on the fast path (Encrypt) and on Connect's (CreateCryptoKey) alike.
+describe("error messages as @grpc/grpc-js shows them", () => {
+  let server: TestServer;
+  let client: grpc.Client;
+
+  beforeAll(async () => {
+    server = await startServer();
+    client = new grpc.Client(`127.0.0.1:${server.port}`, grpc.credentials.createInsecure());
+  });
+  afterAll(async () => {
+    client.close();
+    await server.stop();
+  });
+
+  function failedCall(path: string, request: Uint8Array): Promise<grpc.ServiceError> {
+    return new Promise((resolve, reject) => {
+      client.makeUnaryRequest(
+        path,
+        (b: Buffer) => b,
+        (b: Buffer) => b,
+        Buffer.from(request),
+        (error: grpc.ServiceError | null) => (error === null ? reject(new Error("the call succeeded")) : resolve(error)),
+      );
+    });
+  }
+
+  it.each([
+    ["/kms.v1.KeyManagerService/Encrypt", toBinary(EncryptRequestSchema, create(EncryptRequestSchema, { keyId: "k" }))],
+    [CREATE, toBinary(CreateCryptoKeyRequestSchema, create(CreateCryptoKeyRequestSchema, {}))],
+  ])("%s: details read exactly as the google.rpc.Status message", async (path, request) => {
+    const error = await failedCall(path, request);
+    expect(error.code).toBe(grpc.status.INVALID_ARGUMENT);
+    const status = statusFromBin((error.metadata.get("grpc-status-details-bin")[0] as Buffer).toString("base64"));
+    expect(status.message).toContain(": ");
+    expect(error.details).toBe(status.message);
   });
 });

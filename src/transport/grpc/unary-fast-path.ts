@@ -2,10 +2,10 @@ import http2 from "node:http2";
 import { fromBinary } from "@bufbuild/protobuf";
 import type { DescMessage, DescMethodUnary, MessageShape } from "@bufbuild/protobuf";
 import type { ConnectError } from "@connectrpc/connect";
-import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import type { Logger } from "pino";
 import { DomainError, invalidArgument } from "../../errors/domain-error.js";
 import { failure, logSuccess, requestIdOf } from "../call-outcome.js";
+import { grpcStatusHeaders } from "./grpc-status.js";
 
 // A method served on the fast path. `handle` returns the response already serialized in its gRPC envelope, so
 // the method can write its message straight into the one buffer that goes on the wire.
@@ -71,7 +71,7 @@ function onWantTrailers(this: FastStream): void {
 // general handler costs several times the AES-GCM work per call (async iterables, abort signals, header
 // conversions), which the benchmark against plain grpc-js and a bare http2 handler made plain. This path keeps
 // what the caller can observe identical: the same handler functions, the same error mapping and grpc-status
-// trailers (Connect's own setTrailerStatus), the same request ids and logs. Anything it does not handle itself
+// trailers (grpc-status.ts, as for Connect-served calls), the same request ids and logs. Anything it does not handle itself
 // (another method, content type, compression) is left to Connect.
 export class UnaryFastPath {
   private readonly byPath = new Map<string, FastUnaryMethod>();
@@ -169,10 +169,9 @@ export class UnaryFastPath {
   // A trailers-only response, as gRPC servers send for errors.
   private fail(stream: http2.ServerHttp2Stream, error: ConnectError): void {
     if (stream.destroyed) return;
-    const trailer = setTrailerStatus(new Headers(), error);
     const headers: http2.OutgoingHttpHeaders = { ":status": 200, "content-type": "application/grpc" };
-    trailer.forEach((value, key) => (headers[key] = value));
     error.metadata.forEach((value, key) => (headers[key] = value));
+    grpcStatusHeaders(error).forEach((value, key) => (headers[key] = value));
     stream.respond(headers, { endStream: true });
   }
 }
