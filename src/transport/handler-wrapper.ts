@@ -47,11 +47,12 @@ export function wrapHandler(handler: UniversalHandler, jsonOptions: Partial<Json
 }
 
 // The status of a failed call, completed and with grpc-message encoded as grpc-status.ts explains; the other
-// entries (x-request-id ...) stay as they are.
-function completeGrpcStatus(trailer: Headers): void {
+// entries (x-request-id ...) stay as they are. Returns whether the call failed, i.e. whether anything was set.
+function completeGrpcStatus(trailer: Headers): boolean {
   const error = findTrailerError(trailer);
-  if (error === undefined) return;
+  if (error === undefined) return false;
   grpcStatusHeaders(completeProtocolError(error)).forEach((value, key) => trailer.set(key, value));
+  return true;
 }
 
 // gRPC: the status is in the trailers, which Connect fills in as the body ends and the adapter writes after it.
@@ -72,8 +73,8 @@ async function* completeGrpcWebTrailer(body: AsyncIterable<Uint8Array>): AsyncIt
       continue;
     }
     const trailer = trailerParse(chunk.subarray(ENVELOPE_BYTES));
-    completeGrpcStatus(trailer);
-    yield encodeEnvelope(trailerFlag, trailerSerialize(trailer));
+    // A successful call's trailer frame goes out as Connect wrote it.
+    yield completeGrpcStatus(trailer) ? encodeEnvelope(trailerFlag, trailerSerialize(trailer)) : chunk;
   }
 }
 
