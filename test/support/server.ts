@@ -61,6 +61,10 @@ export async function startServer(opts: { env?: Record<string, string>; clock?: 
 export interface SpawnedServer {
   url: string;
   port: number;
+  // The server's process id, to read its memory from /proc or to check that it is still alive.
+  pid: number;
+  // False once the process has exited, whatever the reason.
+  running(): boolean;
   logs(): string;
   kill(signal?: NodeJS.Signals): Promise<number | null>;
 }
@@ -90,6 +94,8 @@ export async function spawnServer(opts: { dataDir: string; env?: Record<string, 
   return {
     url: `http://127.0.0.1:${port}`,
     port,
+    pid: child.pid!,
+    running: () => child.exitCode === null && child.signalCode === null,
     logs: () => output,
     async kill(signal = "SIGKILL") {
       child.kill(signal);
