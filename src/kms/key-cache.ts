@@ -23,6 +23,10 @@ export interface CachedKey {
 // What Encrypt and Decrypt read instead of storage. Every mutation of a key replaces its entry with the state
 // it just committed, so a disabled version stops working on the very next call. Bounded: the oldest entry
 // goes first and is reloaded from storage when needed again.
+//
+// Building an entry and installing it are two steps because only building can fail (the master key may not
+// unwrap the stored material): a mutation builds the entry of its outcome inside the store's transaction, so
+// that failure aborts the write, and installs it only once the write has committed.
 export class KeyCache {
   private readonly entries = new Map<string, CachedKey>();
 
@@ -35,7 +39,8 @@ export class KeyCache {
     return this.entries.get(keyId);
   }
 
-  put(aggregate: KeyAggregate): CachedKey {
+  // Unwraps the material of every ENABLED version; throws when the master key cannot. Changes nothing.
+  build(aggregate: KeyAggregate): CachedKey {
     const versions = new Map<number, CachedVersion>();
     const idBytes = Buffer.from(aggregate.key.id);
     for (const v of aggregate.versions) {
@@ -47,7 +52,11 @@ export class KeyCache {
       }
       versions.set(v.id, { id: v.id, state: v.state, algorithm: v.algorithm, destroyAt: v.destroyAt, key });
     }
-    const entry: CachedKey = { id: aggregate.key.id, goneAt: aggregate.key.goneAt, versions };
+    return { id: aggregate.key.id, goneAt: aggregate.key.goneAt, versions };
+  }
+
+  // Replaces the key's entry; never fails.
+  install(entry: CachedKey): CachedKey {
     this.entries.delete(entry.id);
     this.entries.set(entry.id, entry);
     if (this.entries.size > this.maxEntries) {

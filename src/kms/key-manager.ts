@@ -7,7 +7,7 @@ import type { VersionKey } from "./ciphertext.js";
 import { cachedState } from "./key-cache.js";
 import type { CachedKey, KeyCache } from "./key-cache.js";
 import type { MasterKey } from "./master-key.js";
-import { computeGoneAt, effectiveState, isGone, keyLengthBytes } from "./model.js";
+import { computeGoneAt, effectiveState, isGone, keyLengthBytes, mergeVersions } from "./model.js";
 import type { Algorithm, CryptoKeyRecord, CryptoKeyVersionRecord, KeyAggregate } from "./model.js";
 import { applyTransition } from "./state-machine.js";
 import type { Transition } from "./state-machine.js";
@@ -98,15 +98,40 @@ export class KeyManager {
     return { keyId, id, state: "ENABLED", algorithm, createdAt: now, destroyAt: null, wrappedMaterial };
   }
 
-  // Runs a decision on a live key and refreshes the cache with what was committed.
+  // Proves that the master key is the one this key's material was wrapped with, before new material is wrapped
+  // under it. Without this, a key whose other versions are not ENABLED (so the cache entry unwraps none of them)
+  // would take a version wrapped under a wrong master key, and that version would break the whole key once the
+  // right master key is back. A live key always has stored material: it is erased only when a version is DESTROYED.
+  private proveMasterKey(current: KeyAggregate): void {
+    for (const v of current.versions) {
+      if (v.wrappedMaterial === null) continue;
+      this.masterKey.unwrap(v.wrappedMaterial, v.keyId, v.id).fill(0);
+      return;
+    }
+  }
+
+  // Runs a decision on one key in the store's transaction. The cache entry of the outcome is built inside that
+  // transaction, so material the master key cannot unwrap aborts the write instead of surfacing after the commit;
+  // the entry is installed only once the write has committed, so a failed write leaves the cache as it was.
+  private async commit<T>(keyId: string, now: number, decide: (current: KeyAggregate) => KeyMutation<T>) {
+    const outcome = await this.store.mutateKey(keyId, now, (current) => {
+      const mutation = decide(current);
+      const entry = this.cache.build({ key: mutation.key, versions: mergeVersions(current.versions, mutation.versions) });
+      return { ...mutation, result: { result: mutation.result, entry } };
+    });
+    if (outcome === null) return null;
+    this.cache.install(outcome.result.entry);
+    return { aggregate: outcome.aggregate, result: outcome.result.result };
+  }
+
+  // Runs a decision on a live key.
   private async mutate<T>(keyId: string, decide: (current: KeyAggregate, now: number) => KeyMutation<T>) {
     const now = this.clock.now();
-    const outcome = await this.store.mutateKey(keyId, now, (current) => {
+    const outcome = await this.commit(keyId, now, (current) => {
       if (isGone(current.key, now)) throw keyNotFound(keyId);
       return decide(current, now);
     });
     if (outcome === null) throw keyNotFound(keyId);
-    this.cache.put(outcome.aggregate);
     return outcome;
   }
 
@@ -136,8 +161,10 @@ export class KeyManager {
       goneAt: null,
     };
     const aggregate = { key, versions: [first] };
+    // Built before the write and installed after it, as in commit().
+    const entry = this.cache.build(aggregate);
     await this.store.createKey(aggregate, now);
-    this.cache.put(aggregate);
+    this.cache.install(entry);
     return viewOf(aggregate);
   }
 
@@ -176,8 +203,7 @@ export class KeyManager {
       const versions = current.versions
         .filter((v) => effectiveState(v, now) === "ENABLED" || effectiveState(v, now) === "DISABLED")
         .map((v) => ({ ...v, state: "DESTROYED_SCHEDULED" as const, destroyAt: now + this.settings.destroyGraceMs }));
-      const merged = current.versions.map((v) => versions.find((s) => s.id === v.id) ?? v);
-      return { key: { ...current.key, goneAt: computeGoneAt(merged, now) }, versions, result: undefined };
+      return { key: { ...current.key, goneAt: computeGoneAt(mergeVersions(current.versions, versions), now) }, versions, result: undefined };
     });
   }
 
@@ -188,6 +214,7 @@ export class KeyManager {
 
   async createVersion(keyId: string, algorithm: Algorithm | null): Promise<CryptoKeyVersionRecord> {
     const { result } = await this.mutate(keyId, (current, now) => {
+      this.proveMasterKey(current);
       const version = this.newVersion(keyId, current.key.nextVersionId, algorithm ?? current.key.defaultAlgorithm, now);
       const key = { ...current.key, nextVersionId: version.id + 1, goneAt: null };
       return { key, versions: [version], result: version };
@@ -211,10 +238,10 @@ export class KeyManager {
         isPrimary: current.key.primaryVersionId === versionId,
         destroyGraceMs: this.settings.destroyGraceMs,
       });
-      const merged = current.versions.map((v) => (v.id === versionId ? outcome.version : v));
+      const versions = outcome.changed ? [outcome.version] : [];
       return {
-        key: { ...current.key, goneAt: computeGoneAt(merged, now) },
-        versions: outcome.changed ? [outcome.version] : [],
+        key: { ...current.key, goneAt: computeGoneAt(mergeVersions(current.versions, versions), now) },
+        versions,
         result: outcome.version,
       };
     });
@@ -244,7 +271,7 @@ export class KeyManager {
   private async load(keyId: string): Promise<CachedKey> {
     const aggregate = await this.store.getKey(keyId);
     if (aggregate === null || isGone(aggregate.key, this.clock.now())) throw keyNotFound(keyId);
-    return this.cache.put(aggregate);
+    return this.cache.install(this.cache.build(aggregate));
   }
 
   // The version Encrypt seals with: it must exist and be ENABLED. A cache hit answers synchronously.
@@ -289,14 +316,12 @@ export class KeyManager {
     const now = this.clock.now();
     const keyIds = await this.store.keysWithDueDestruction(now, limit);
     for (const keyId of keyIds) {
-      const outcome = await this.store.mutateKey(keyId, now, (current) => {
+      await this.commit(keyId, now, (current) => {
         const versions = current.versions
           .filter((v) => v.state === "DESTROYED_SCHEDULED" && v.destroyAt !== null && v.destroyAt <= now)
           .map((v) => ({ ...v, state: "DESTROYED" as const, wrappedMaterial: null }));
-        const merged = current.versions.map((v) => versions.find((d) => d.id === v.id) ?? v);
-        return { key: { ...current.key, goneAt: computeGoneAt(merged, now) }, versions, result: undefined };
+        return { key: { ...current.key, goneAt: computeGoneAt(mergeVersions(current.versions, versions), now) }, versions, result: undefined };
       });
-      if (outcome !== null) this.cache.put(outcome.aggregate);
     }
     return keyIds.length;
   }
@@ -306,11 +331,12 @@ export class KeyManager {
     const now = this.clock.now();
     const keyIds = await this.store.keysWithDueRotation(now, limit);
     for (const keyId of keyIds) {
-      const outcome = await this.store.mutateKey(keyId, now, (current) => {
+      await this.commit(keyId, now, (current) => {
         const { key } = current;
         if (key.rotationPeriodMs === null || key.nextRotationAt === null || key.nextRotationAt > now || key.goneAt !== null) {
           return { key, versions: [], result: undefined };
         }
+        this.proveMasterKey(current);
         const version = this.newVersion(keyId, key.nextVersionId, key.defaultAlgorithm, now);
         // After a long outage the schedule restarts from now instead of rotating once per missed period.
         let next = key.nextRotationAt + key.rotationPeriodMs;
@@ -321,7 +347,6 @@ export class KeyManager {
           result: undefined,
         };
       });
-      if (outcome !== null) this.cache.put(outcome.aggregate);
     }
     return keyIds.length;
   }

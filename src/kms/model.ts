@@ -55,6 +55,15 @@ export function isGone(key: CryptoKeyRecord, now: number): boolean {
   return key.goneAt !== null && key.goneAt <= now;
 }
 
+// The versions of a key after a mutation: each changed or new version replaces or joins the current ones, in
+// id order. The store writes exactly this and the key manager decides and caches from it, so the two cannot
+// disagree about what a mutation left behind.
+export function mergeVersions(current: CryptoKeyVersionRecord[], changed: CryptoKeyVersionRecord[]): CryptoKeyVersionRecord[] {
+  const byId = new Map(current.map((v) => [v.id, v]));
+  for (const v of changed) byId.set(v.id, v);
+  return [...byId.values()].sort((a, b) => a.id - b.id);
+}
+
 // Recomputes goneAt after the versions changed.
 export function computeGoneAt(versions: CryptoKeyVersionRecord[], now: number): number | null {
   let last = 0;

@@ -1,5 +1,6 @@
 import type Database from "better-sqlite3";
 import { alreadyExists } from "../../errors/domain-error.js";
+import { mergeVersions } from "../../kms/model.js";
 import type { Algorithm, CryptoKeyRecord, CryptoKeyVersionRecord, KeyAggregate, VersionState } from "../../kms/model.js";
 import type { KeyMutation, KeyPage, KmsStore } from "../kms-store.js";
 
@@ -186,13 +187,8 @@ export class SqliteKmsStore implements KmsStore {
         const mutation = decide(current);
         if (mutation.key.name !== current.key.name) this.assertNameFree(mutation.key, now);
         this.stmt.updateKey.run(keyParams(mutation.key));
-        const byId = new Map(current.versions.map((v) => [v.id, v]));
-        for (const v of mutation.versions) {
-          this.stmt.upsertVersion.run(versionParams(v));
-          byId.set(v.id, v);
-        }
-        const versions = [...byId.values()].sort((a, b) => a.id - b.id);
-        return { aggregate: { key: mutation.key, versions }, result: mutation.result };
+        for (const v of mutation.versions) this.stmt.upsertVersion.run(versionParams(v));
+        return { aggregate: { key: mutation.key, versions: mergeVersions(current.versions, mutation.versions) }, result: mutation.result };
       })
       .immediate();
   }
