@@ -1,4 +1,5 @@
 import type { ErrorDomain, Reason } from "./reasons.js";
+import { ViolationList } from "./violation-list.js";
 
 // Domain errors say what went wrong in terms of the product (a field, a resource, a state), never in terms of a
 // protocol. src/errors/to-connect-error.ts is the one place that turns them into wire errors.
@@ -54,13 +55,15 @@ export class DomainError extends Error {
   }
 }
 
+// Message and BadRequest list the same violations, bounded as violation-list.ts says, whether they were collected
+// in a ViolationList or given here.
 export function invalidArgument(
   domain: ErrorDomain,
-  violations: FieldViolation[],
+  violations: ViolationList | readonly FieldViolation[],
   reason: Reason = "REQUEST_INVALID",
 ): DomainError {
-  const message = violations.map((v) => `${v.field}: ${v.description}`).join("; ");
-  return new DomainError({ code: "invalid_argument", reason, domain, message, violations });
+  const list = violations instanceof ViolationList ? violations : ViolationList.of(violations);
+  return new DomainError({ code: "invalid_argument", reason, domain, message: list.message(), violations: list.violations() });
 }
 
 export function notFound(domain: ErrorDomain, reason: Reason, resource: ResourceRef, message: string): DomainError {

@@ -5,16 +5,10 @@ import type { Reason } from "../../errors/reasons.js";
 // "cloudplane" domain; src/errors/to-connect-error.ts turns them into wire errors like any other DomainError.
 
 // One bad field. An empty field means the request as a whole (e.g. a body that is not JSON); the message then
-// carries only the description instead of a leading ": ".
+// carries only the description. The REST layer stops at the first bad field, as grpc-gateway does, so this one
+// violation is all it reports; fields it builds from a caller's names are bounded by invalidArgument.
 export function badRequest(reason: Reason, field: string, description: string): DomainError {
-  if (field !== "") return invalidArgument("cloudplane", [{ field, description }], reason);
-  return new DomainError({
-    code: "invalid_argument",
-    reason,
-    domain: "cloudplane",
-    message: description,
-    violations: [{ field, description }],
-  });
+  return invalidArgument("cloudplane", [{ field, description }], reason);
 }
 
 export function routeNotFound(httpMethod: string, path: string): DomainError {
