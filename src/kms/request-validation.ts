@@ -1,30 +1,40 @@
 import type { Duration, FieldMask } from "@bufbuild/protobuf/wkt";
-import type { FieldViolation } from "../errors/domain-error.js";
+import { quoted } from "../errors/caller-text.js";
 import { invalidArgument } from "../errors/domain-error.js";
+import { ViolationList } from "../errors/violation-list.js";
 import { CryptoKeyVersion_Algorithm } from "../../gen/kms/v1/kms_pb.js";
 import type { Page } from "../../gen/kms/v1/kms_pb.js";
 import type { Algorithm } from "./model.js";
 import type { KeyPage } from "../storage/kms-store.js";
 
 // Field rules of CONTRACT section 5. Each check adds one violation naming the field by its JSON path, and the
-// request fails with all of them at once, so a caller fixes everything in one round.
+// request fails with all of them at once, so a caller fixes everything in one round. A repeated field is checked
+// for its number of elements first; only a field within that limit has its elements checked one by one, so the
+// work for a refused request stays small however many elements it carries.
 
 export const MAX_DATA_BYTES = 64 * 1024;
 const MAX_ROTATION_MS = 100 * 365.25 * 24 * 3600 * 1000;
 const PARENT_ID = /^[A-Za-z0-9._-]{1,64}$/;
 // Printable: no control, format, surrogate or unassigned characters.
 const PRINTABLE = /^[^\p{C}]+$/u;
+const MAX_LABELS = 64;
+// The updatable fields, with room for a caller that names some of them twice or in both name forms.
+const MAX_MASK_PATHS = 16;
 
-export class Violations {
-  readonly list: FieldViolation[] = [];
-
-  add(field: string, description: string): void {
-    this.list.push({ field, description });
-  }
-
+export class Violations extends ViolationList {
   throwIfAny(): void {
-    if (this.list.length > 0) throw invalidArgument("kms", this.list);
+    if (this.count > 0) throw invalidArgument("kms", this);
   }
+}
+
+// Whether text has more than `max` characters (code points, as people count them), looking at no more than
+// 2 * max UTF-16 units of it: a caller's 4 MB string is not copied into an array to be counted.
+function longerThan(text: string, max: number): boolean {
+  if (text.length <= max) return false;
+  if (text.length > 2 * max) return true;
+  let chars = 0;
+  for (let i = 0; i < text.length; i += (text.codePointAt(i) ?? 0) > 0xffff ? 2 : 1) chars++;
+  return chars > max;
 }
 
 export function checkParentId(v: Violations, parentId: string): void {
@@ -41,21 +51,23 @@ export function checkVersionId(v: Violations, versionId: number): void {
 }
 
 export function checkName(v: Violations, field: string, name: string): void {
-  if ([...name].length > 100) v.add(field, "must be at most 100 characters");
+  if (longerThan(name, 100)) v.add(field, "must be at most 100 characters");
 }
 
 export function checkDescription(v: Violations, field: string, description: string): void {
-  if ([...description].length > 1024) v.add(field, "must be at most 1024 characters");
+  if (longerThan(description, 1024)) v.add(field, "must be at most 1024 characters");
 }
 
 export function checkLabels(v: Violations, field: string, labels: string[]): void {
-  if (labels.length > 64) v.add(field, `must hold at most 64 labels, got ${labels.length}`);
+  if (labels.length > MAX_LABELS) {
+    v.add(field, `must hold at most ${MAX_LABELS} labels, got ${labels.length}`);
+    return;
+  }
   const seen = new Set<string>();
   labels.forEach((label, i) => {
-    const length = [...label].length;
-    if (length < 1 || length > 128) v.add(`${field}[${i}]`, "must be 1 to 128 characters");
+    if (label === "" || longerThan(label, 128)) v.add(`${field}[${i}]`, "must be 1 to 128 characters");
     else if (!PRINTABLE.test(label)) v.add(`${field}[${i}]`, "must contain printable characters only");
-    else if (seen.has(label)) v.add(`${field}[${i}]`, `duplicates label "${label}"`);
+    else if (seen.has(label)) v.add(`${field}[${i}]`, `duplicates label ${quoted(label)}`);
     seen.add(label);
   });
 }
@@ -108,18 +120,23 @@ export const updatablePaths = [
   "default_algorithm",
 ] as const;
 export type UpdatablePath = (typeof updatablePaths)[number];
+const ALLOWED_PATHS = "name, description, labels, rotationPeriod, nextRotationTime, defaultAlgorithm";
 
 // FieldMask paths arrive as proto names from binary callers and as lowerCamel from some JSON clients.
 export function maskPathsOf(v: Violations, mask: FieldMask | undefined): Set<UpdatablePath> {
   const paths = new Set<UpdatablePath>();
   if (mask === undefined || mask.paths.length === 0) {
-    v.add("updateMask", "is required and must name at least one field: name, description, labels, rotationPeriod, nextRotationTime, defaultAlgorithm");
+    v.add("updateMask", `is required and must name at least one field: ${ALLOWED_PATHS}`);
+    return paths;
+  }
+  if (mask.paths.length > MAX_MASK_PATHS) {
+    v.add("updateMask", `must name at most ${MAX_MASK_PATHS} paths, got ${mask.paths.length}; allowed: ${ALLOWED_PATHS}`);
     return paths;
   }
   for (const raw of mask.paths) {
     const path = raw.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
     if ((updatablePaths as readonly string[]).includes(path)) paths.add(path as UpdatablePath);
-    else v.add("updateMask", `cannot update "${raw}"; allowed: name, description, labels, rotationPeriod, nextRotationTime, defaultAlgorithm`);
+    else v.add("updateMask", `cannot update ${quoted(raw)}; allowed: ${ALLOWED_PATHS}`);
   }
   return paths;
 }
