@@ -53,6 +53,7 @@ describe("NodePoolManager validation", () => {
   const badInput: [string, Partial<CreateNodePoolInput>, string, string][] = [
     ["a 2-character name", { name: "ab" }, "nodePoolName", "must be 3 to 20 lowercase Latin letters, digits and hyphens (^[a-z0-9-]{3,20}$), got \"ab\""],
     ["a 21-character name", { name: "a".repeat(21) }, "nodePoolName", `must be 3 to 20 lowercase Latin letters, digits and hyphens (^[a-z0-9-]{3,20}$), got "${"a".repeat(21)}"`],
+    ["a name of 4 MB, quoted cut short", { name: "n".repeat(4_000_000) }, "nodePoolName", `must be 3 to 20 lowercase Latin letters, digits and hyphens (^[a-z0-9-]{3,20}$), got "${"n".repeat(64)}..."`],
     ["an upper-case name", { name: "Upper" }, "nodePoolName", "must be 3 to 20 lowercase Latin letters, digits and hyphens (^[a-z0-9-]{3,20}$), got \"Upper\""],
     ["an underscore", { name: "under_score" }, "nodePoolName", "must be 3 to 20 lowercase Latin letters, digits and hyphens (^[a-z0-9-]{3,20}$), got \"under_score\""],
     ["no name", { name: "" }, "nodePoolName", "is required; it must be 3 to 20 lowercase Latin letters, digits and hyphens (^[a-z0-9-]{3,20}$)"],

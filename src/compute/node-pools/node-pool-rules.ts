@@ -1,7 +1,7 @@
 import type { Catalog } from "../catalog/catalog.js";
 import { findFlavor } from "../catalog/catalog.js";
+import { quoted } from "../../errors/caller-text.js";
 import type { Violations } from "../violations.js";
-import { quote } from "../violations.js";
 
 // Field rules of node pool requests (seed rule 3 and CONTRACT section 6).
 
@@ -10,13 +10,13 @@ const NAME_RULE = "must be 3 to 20 lowercase Latin letters, digits and hyphens (
 
 export function checkName(v: Violations, field: string, name: string): void {
   if (name === "") v.add(field, `is required; it ${NAME_RULE}`);
-  else if (!NAME.test(name)) v.add(field, `${NAME_RULE}, got ${quote(name)}`);
+  else if (!NAME.test(name)) v.add(field, `${NAME_RULE}, got ${quoted(name)}`);
 }
 
 export function checkFlavor(v: Violations, field: string, flavor: string, catalog: Catalog): void {
   if (flavor === "") v.add(field, "is required");
   else if (findFlavor(catalog, flavor) === undefined) {
-    v.add(field, `unknown compute flavor ${quote(flavor)}; known: ${catalog.computeFlavors.map((f) => f.id).join(", ")}`);
+    v.add(field, `unknown compute flavor ${quoted(flavor)}; known: ${catalog.computeFlavors.map((f) => f.id).join(", ")}`);
   }
 }
 
