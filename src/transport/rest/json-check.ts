@@ -1,6 +1,7 @@
 import { fromJson } from "@bufbuild/protobuf";
 import type { DescField, DescMessage, JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { hasCustomJsonRepresentation } from "@bufbuild/protobuf/wkt";
+import { quoted } from "../../errors/caller-text.js";
 import { findField } from "./field-path.js";
 import { badRequest } from "./rest-errors.js";
 
@@ -43,7 +44,7 @@ export function checkJsonFields(desc: DescMessage, json: JsonObject, path: strin
   for (const [key, value] of Object.entries(json)) {
     const field = findField(desc, key);
     const at = join(path, key);
-    if (field === undefined) throw badRequest("UNKNOWN_FIELD", at, `unknown field "${key}" in ${desc.typeName}`);
+    if (field === undefined) throw badRequest("UNKNOWN_FIELD", at, `unknown field ${quoted(key)} in ${desc.typeName}`);
     const twin = seen.get(field);
     if (twin !== undefined) throw badRequest("REQUEST_INVALID", at, `the field is also given as "${twin}"`);
     seen.set(field, key);
@@ -67,6 +68,21 @@ function readable(desc: DescMessage, key: string, value: JsonValue): boolean {
   }
 }
 
+// The index of the first element of a list that cannot be read, found by halving: about as much work as reading
+// the list twice, where reading each element on its own cost a fromJson call per element (a third of a second
+// for 460,000 labels). Undefined when every element can be read.
+function firstUnreadable(desc: DescMessage, key: string, items: JsonValue[]): number | undefined {
+  // items[0, low) can be read; if any element cannot, one of items[low, high) cannot.
+  let low = 0;
+  let high = items.length;
+  while (high - low > 1) {
+    const middle = Math.floor((low + high) / 2);
+    if (readable(desc, key, items.slice(low, middle))) low = middle;
+    else high = middle;
+  }
+  return readable(desc, key, items.slice(low, high)) ? undefined : low;
+}
+
 export interface InvalidValue {
   path: string;
   field: DescField;
@@ -84,8 +100,8 @@ export function findInvalidValue(desc: DescMessage, json: JsonObject, path: stri
       if (inner !== undefined) return inner;
     }
     if (field.fieldKind === "list" && Array.isArray(value)) {
-      const i = value.findIndex((item) => !readable(desc, key, [item]));
-      if (i >= 0) return { path: `${at}[${i}]`, field };
+      const i = firstUnreadable(desc, key, value);
+      if (i !== undefined) return { path: `${at}[${i}]`, field };
     }
     if (field.fieldKind === "map" && isJsonObject(value)) {
       const bad = Object.entries(value).find(([k, v]) => !readable(desc, key, { [k]: v }));

@@ -1,4 +1,5 @@
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
+import { quoted } from "../../errors/caller-text.js";
 import { isTextField, resolveFieldPath, textToJson } from "./field-path.js";
 import { isJsonObject } from "./json-check.js";
 import { badRequest } from "./rest-errors.js";
@@ -20,7 +21,7 @@ export function queryToJson(route: RestRoute, query: URLSearchParams): JsonObjec
   for (const [name, values] of grouped) {
     const chain = resolveFieldPath(route.method.input, name);
     if (chain === undefined) {
-      throw badRequest("UNKNOWN_FIELD", name, `unknown query parameter "${name}" for ${route.method.input.typeName}`);
+      throw badRequest("UNKNOWN_FIELD", name, `unknown query parameter ${quoted(name)} for ${route.method.input.typeName}`);
     }
     const top = chain.parents[0] ?? chain.leaf;
     if (isBodyBound(route.body, top.name)) {
