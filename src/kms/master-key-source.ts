@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import type { Logger } from "pino";
+import { restrictToOwner } from "../shared/private-file.js";
 import { MasterKey } from "./master-key.js";
 
 function decode(text: string, origin: string): Uint8Array {
@@ -23,6 +24,8 @@ export function loadMasterKey(opts: { masterKey: string; masterKeyFile: string; 
     mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
     writeFileSync(path, randomBytes(32).toString("base64") + "\n", { mode: 0o600, flag: "wx" });
     logger.warn({ path }, "created a new master key; back it up: without it no stored key can be used");
+  } else {
+    restrictToOwner(path);
   }
   return new MasterKey(decode(readFileSync(path, "utf8"), path));
 }
