@@ -15,7 +15,7 @@ const specs = {
   host: { flag: "host", env: "HOST", description: "address to listen on", default: "0.0.0.0" },
   dataDir: { flag: "data-dir", env: "DATA_DIR", description: "directory of the embedded store and generated master key", default: "./data" },
   masterKeyFile: { flag: "master-key-file", env: "MASTER_KEY_FILE", description: "file holding the 32-byte master key (raw or base64); default <data-dir>/master.key, created on first start", default: "" },
-  masterKey: { flag: "master-key", env: "MASTER_KEY", description: "the master key itself, base64 of 32 bytes (overrides the file)", default: "" },
+  masterKey: { flag: "master-key", env: "MASTER_KEY", description: "the master key itself, base64 of 32 bytes (overrides the file); prefer MASTER_KEY_FILE or the MASTER_KEY environment variable, since a value on the command line is visible to every local user through ps", default: "" },
   tlsCertFile: { flag: "tls-cert-file", env: "TLS_CERT_FILE", description: "PEM certificate chain; with --tls-key-file serves TLS with ALPN h2 and http/1.1", default: "" },
   tlsKeyFile: { flag: "tls-key-file", env: "TLS_KEY_FILE", description: "PEM private key for --tls-cert-file", default: "" },
   logLevel: { flag: "log-level", env: "LOG_LEVEL", description: "trace, debug, info, warn, error or fatal", default: "info" },
