@@ -46,9 +46,10 @@ export function createConnectAdapter(options: ConnectAdapterOptions): ConnectAda
     handler(universalRequestFromNodeRequest(req, res, undefined, undefined))
       .then((uRes) => universalResponseToNodeResponse(uRes, res))
       .catch((reason: unknown) => {
-        // Aborted: the client went away, nothing is left to answer.
-        if (ConnectError.from(reason).code === Code.Aborted) return;
+        // Aborted, or the response could not be written: the client went away, nothing is left to answer.
+        if (ConnectError.from(reason).code === Code.Aborted || res.destroyed) return;
         logger.error({ err: reason, method: handler.method.name }, "a call failed outside its handler");
+        res.destroy();
       });
   }
   return { handle, handlers };

@@ -15,7 +15,7 @@ export interface Target extends SpawnedServer {
 
 export async function startTarget(env: Record<string, string> = {}): Promise<Target> {
   const dir = tempDir("cloudplane-hostile-");
-  const server = await spawnServer({ dataDir: dir.path, env: { LOG_LEVEL: "warn", ...env } });
+  const server = await spawnServer({ dataDir: dir.path, env });
   return Object.assign(server, {
     async stop() {
       await server.kill("SIGKILL");

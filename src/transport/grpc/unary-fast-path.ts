@@ -5,6 +5,7 @@ import type { ConnectError } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import { DomainError, invalidArgument } from "../../errors/domain-error.js";
 import { failure, logSuccess, requestIdOf } from "../call-outcome.js";
+import { respondIfPresent, stopReading } from "../peer-gone.js";
 import { grpcStatusHeaders } from "./grpc-status.js";
 
 // A method served on the fast path. `handle` returns the response already serialized in its gRPC envelope, so
@@ -49,8 +50,15 @@ const SENSITIVE_HEADERS = ["x-request-id"];
 function onData(this: FastStream, chunk: Buffer): void {
   const call = this[CALL];
   call.size += chunk.length;
-  if (call.size > call.server.maxMessageBytes + ENVELOPE_BYTES) call.tooLarge = true;
-  else if (call.first === null) call.first = chunk;
+  if (call.size > call.server.maxMessageBytes + ENVELOPE_BYTES) {
+    // Answered at once rather than at the end of a body that may never end; what was read is let go.
+    call.tooLarge = true;
+    call.first = null;
+    call.rest = null;
+    this.off("data", onData);
+    this.off("end", onEnd);
+    call.server.finish(this, call);
+  } else if (call.first === null) call.first = chunk;
   else (call.rest ??= [call.first]).push(chunk);
 }
 
@@ -64,7 +72,8 @@ function onError(this: FastStream): void {
 }
 
 function onWantTrailers(this: FastStream): void {
-  this.sendTrailers({ "grpc-status": "0" });
+  // Node asks for the trailers from its socket loop: the stream can be gone by then.
+  if (!this.destroyed && !this.closed) this.sendTrailers({ "grpc-status": "0" });
 }
 
 // gRPC unary calls of the hottest methods (Encrypt, Decrypt), served straight on the HTTP/2 stream. Connect's
@@ -156,23 +165,20 @@ export class UnaryFastPath {
   }
 
   private succeed(stream: http2.ServerHttp2Stream, call: FastCall, frame: Buffer): void {
-    if (stream.destroyed) return;
-    stream.respond(
-      { ":status": 200, "content-type": "application/grpc", "x-request-id": call.requestId, [http2.sensitiveHeaders]: SENSITIVE_HEADERS },
-      { waitForTrailers: true },
-    );
+    const headers = { ":status": 200, "content-type": "application/grpc", "x-request-id": call.requestId, [http2.sensitiveHeaders]: SENSITIVE_HEADERS };
+    if (!respondIfPresent(stream, headers, { waitForTrailers: true })) return;
     stream.on("wantTrailers", onWantTrailers);
     stream.end(frame);
     logSuccess(this.logger, call.requestId, call.entry.method.name, call.started);
   }
 
-  // A trailers-only response, as gRPC servers send for errors.
+  // A trailers-only response, as gRPC servers send for errors. A request still being sent (too large) is then
+  // reset, so the client stops sending.
   private fail(stream: http2.ServerHttp2Stream, error: ConnectError): void {
-    if (stream.destroyed) return;
     const headers: http2.OutgoingHttpHeaders = { ":status": 200, "content-type": "application/grpc" };
     error.metadata.forEach((value, key) => (headers[key] = value));
     grpcStatusHeaders(error).forEach((value, key) => (headers[key] = value));
-    stream.respond(headers, { endStream: true });
+    if (respondIfPresent(stream, headers, { endStream: true }) && !stream.readableEnded) stopReading(stream);
   }
 }
 
