@@ -28,6 +28,11 @@ const specs = {
   catalogFile: { flag: "catalog", env: "CATALOG_FILE", description: "JSON file of the platform catalog (service instances, clusters, flavors); none means the shipped catalog/default-catalog.json", default: "" },
   providerDelayMs: { flag: "provider-delay-ms", env: "PROVIDER_DELAY_MS", description: "time the simulated provider takes to bring one node up or down", default: "1000" },
   taskConcurrency: { flag: "task-concurrency", env: "TASK_CONCURRENCY", description: "node pool tasks one server runs at the same time", default: "16" },
+  headersTimeoutSeconds: { flag: "headers-timeout-seconds", env: "HEADERS_TIMEOUT_SECONDS", description: "time a connection has for its first bytes (HTTP/2 preface or HTTP/1.1 request head) and an HTTP/1.1 request for its head; then it is closed", default: "10" },
+  requestTimeoutSeconds: { flag: "request-timeout-seconds", env: "REQUEST_TIMEOUT_SECONDS", description: "time a request has to arrive whole, body included, on every protocol (streaming reflection exempt); then it is refused (HTTP/1.1: 408) or its stream reset", default: "30" },
+  idleTimeoutSeconds: { flag: "idle-timeout-seconds", env: "IDLE_TIMEOUT_SECONDS", description: "an HTTP/1.1 keep-alive connection or HTTP/2 session with no traffic for this long is closed (HTTP/2: GOAWAY, calls in flight finish)", default: "60" },
+  maxConnections: { flag: "max-connections", env: "MAX_CONNECTIONS", description: "open connections the server accepts at once; more are closed on arrival", default: "10000" },
+  http2MaxStreams: { flag: "http2-max-streams", env: "HTTP2_MAX_STREAMS", description: "concurrent streams (calls) one HTTP/2 connection may have open", default: "128" },
 } satisfies Record<string, SettingSpec>;
 
 export interface Config {
@@ -48,6 +53,11 @@ export interface Config {
   catalogFile: string;
   providerDelayMs: number;
   taskConcurrency: number;
+  headersTimeoutMs: number;
+  requestTimeoutMs: number;
+  idleTimeoutMs: number;
+  maxConnections: number;
+  http2MaxStreams: number;
 }
 
 export class ConfigError extends Error {}
@@ -83,6 +93,9 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config | "he
   const tlsCertFile = raw("tlsCertFile");
   const tlsKeyFile = raw("tlsKeyFile");
   if ((tlsCertFile === "") !== (tlsKeyFile === "")) throw new ConfigError("--tls-cert-file and --tls-key-file go together");
+  if (Number(raw("headersTimeoutSeconds")) > Number(raw("requestTimeoutSeconds"))) {
+    throw new ConfigError("--headers-timeout-seconds must not be longer than --request-timeout-seconds: a request's head is part of the request");
+  }
   return {
     port: integer("port", raw("port"), 0, 65535),
     host: raw("host"),
@@ -101,5 +114,10 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config | "he
     catalogFile: raw("catalogFile") === "" ? shippedCatalogPath() : raw("catalogFile"),
     providerDelayMs: integer("providerDelayMs", raw("providerDelayMs"), 0, 3_600_000),
     taskConcurrency: integer("taskConcurrency", raw("taskConcurrency"), 1, 1000),
+    headersTimeoutMs: integer("headersTimeoutSeconds", raw("headersTimeoutSeconds"), 1, 3600) * 1000,
+    requestTimeoutMs: integer("requestTimeoutSeconds", raw("requestTimeoutSeconds"), 1, 3600) * 1000,
+    idleTimeoutMs: integer("idleTimeoutSeconds", raw("idleTimeoutSeconds"), 1, 24 * 3600) * 1000,
+    maxConnections: integer("maxConnections", raw("maxConnections"), 1, 1_000_000),
+    http2MaxStreams: integer("http2MaxStreams", raw("http2MaxStreams"), 1, 10_000),
   };
 }

@@ -26,7 +26,10 @@ import { UnaryFastPath } from "./transport/grpc/unary-fast-path.js";
 import { createConnectAdapter } from "./transport/connect-adapter.js";
 import { callInterceptor } from "./transport/interceptors.js";
 import { createCleartextListener } from "./transport/listener.js";
-import { closeConnectionIfBodyUnread } from "./transport/unread-body.js";
+import { releaseUnreadBody } from "./transport/unread-body.js";
+import { applyHttp1Limits, closeWhenIdle, http1Options } from "./transport/connection-limits.js";
+import type { ConnectionLimits } from "./transport/connection-limits.js";
+import { limitRequestTime } from "./transport/request-timeout.js";
 import { createRestHandler } from "./transport/rest/rest-handler.js";
 
 export const MAX_REQUEST_BYTES = 4 * 1024 * 1024;
@@ -123,11 +126,28 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
     inFlight++;
     call.on("close", untrack);
   }
+  // The one request listener of both servers. Node calls it from its socket loop, where a throw would end the
+  // process: whatever one request does wrong stays with that request.
   function handle(req: Req, res: Res): void {
-    if (applyCors(config.corsAllowedOrigins, req, res)) return;
-    closeConnectionIfBodyUnread(req, res, MAX_REQUEST_BYTES);
-    if (!longLivedPaths.has(req.url ?? "")) track(res);
-    connect.handle(req, res);
+    try {
+      if (applyCors(config.corsAllowedOrigins, req, res)) return;
+      releaseUnreadBody(req, res, MAX_REQUEST_BYTES);
+      if (!longLivedPaths.has(req.url ?? "")) track(res);
+      connect.handle(req, res);
+    } catch (err) {
+      dropAfterFault(err, () => res.destroy());
+    }
+  }
+
+  // A throw from code that serves one connection or stream: a fault of ours, or a peer that left between two
+  // steps. Logged, and only that call is dropped.
+  function dropAfterFault(err: unknown, drop: () => void): void {
+    logger.warn({ err }, "dropped a call after an error while serving it");
+    try {
+      drop();
+    } catch {
+      // Already gone.
+    }
   }
 
   // Node's HTTP/2 compatibility layer turns every stream into request and response objects through its own
@@ -138,22 +158,31 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
     server.removeAllListeners("stream");
     // Node emits "stream" with exactly these four arguments; naming them spares a rest array per call.
     server.on("stream", (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, flags: number, rawHeaders: string[]) => {
-      if (fastPath.tryServe(stream, headers)) {
-        track(stream);
-        return;
+      try {
+        if (!longLivedPaths.has(headers[":path"] ?? "")) limitRequestTime(stream, config.requestTimeoutMs);
+        if (fastPath.tryServe(stream, headers)) {
+          track(stream);
+          return;
+        }
+        for (const listener of compat) listener.call(server, stream, headers, flags, rawHeaders);
+      } catch (err) {
+        dropAfterFault(err, () => stream.destroy());
       }
-      for (const listener of compat) listener.call(server, stream, headers, flags, rawHeaders);
     });
   }
 
   const sockets = new Set<net.Socket>();
   const sessions = new Set<http2.Http2Session>();
+  const limits: ConnectionLimits = config;
   const trackSession = (session: http2.Http2Session): void => {
     sessions.add(session);
     session.once("close", () => sessions.delete(session));
+    // A session can be gone before Node announces it (the peer left during the handshake).
+    if (session.destroyed) return;
     session.setLocalWindowSize(H2_CONNECTION_WINDOW);
+    closeWhenIdle(session, limits);
   };
-  const h2Settings = { initialWindowSize: H2_STREAM_WINDOW };
+  const h2Settings = { initialWindowSize: H2_STREAM_WINDOW, maxConcurrentStreams: config.http2MaxStreams };
 
   let server: net.Server;
   let h1: http.Server | null = null;
@@ -162,6 +191,7 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
       { cert: readFileSync(config.tlsCertFile), key: readFileSync(config.tlsKeyFile), allowHTTP1: true, settings: h2Settings },
       handle,
     );
+    applyHttp1Limits(secure, limits);
     secure.on("session", trackSession);
     serveFastPathFirst(secure);
     secure.on("connection", (socket: net.Socket) => {
@@ -170,11 +200,14 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
     });
     server = secure;
   } else {
-    h1 = http.createServer(handle);
+    h1 = http.createServer(http1Options(limits), handle);
     const h2 = http2.createServer({ settings: h2Settings }, handle);
     h2.on("session", trackSession);
     serveFastPathFirst(h2);
-    server = createCleartextListener(h1, h2, sockets);
+    server = createCleartextListener(h1, h2, sockets, {
+      firstBytesTimeoutMs: limits.headersTimeoutMs,
+      maxConnections: limits.maxConnections,
+    });
   }
 
   return {

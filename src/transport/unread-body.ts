@@ -1,12 +1,19 @@
+import type http2 from "node:http2";
 import type { NodeRequest, NodeResponse } from "./node-types.js";
+import { stopReading } from "./peer-gone.js";
 
-// An HTTP/1.1 request whose body the handler stopped reading (Connect refuses a message over its limit
-// mid-body) leaves the rest of that body on the connection. A keep-alive client would send its next request
-// after those bytes and the server would read it as body: the call hangs, then fails. So such a response must
-// say `Connection: close`. With a declared Content-Length this is known up front; for a chunked body it is known
-// only when the response head is written, and Node has no event for that moment, hence the wrapped writeHead.
-export function closeConnectionIfBodyUnread(req: NodeRequest, res: NodeResponse, maxBodyBytes: number): void {
-  if (req.httpVersionMajor !== 1) return;
+// A request whose body the handler stopped reading (Connect refuses a message over its limit mid-body; REST
+// refuses a body over its limit) must not keep its connection or stream busy with the rest of that body.
+export function releaseUnreadBody(req: NodeRequest, res: NodeResponse, maxBodyBytes: number): void {
+  if (req.httpVersionMajor === 1) closeConnectionIfBodyUnread(req, res, maxBodyBytes);
+  else (res as { stream: http2.ServerHttp2Stream }).stream.on("wantTrailers", resetIfBodyUnread);
+}
+
+// HTTP/1.1: a keep-alive client would send its next request after the unread bytes and the server would read
+// it as body: the call hangs, then fails. So such a response must say `Connection: close`. With a declared
+// Content-Length this is known up front; for a chunked body it is known only when the response head is
+// written, and Node has no event for that moment, hence the wrapped writeHead.
+function closeConnectionIfBodyUnread(req: NodeRequest, res: NodeResponse, maxBodyBytes: number): void {
   if (Number(req.headers["content-length"]) > maxBodyBytes) {
     res.setHeader("connection", "close");
     return;
@@ -17,4 +24,12 @@ export function closeConnectionIfBodyUnread(req: NodeRequest, res: NodeResponse,
     if (!req.complete) this.setHeader("connection", "close");
     return writeHead.apply(this, args);
   } as NodeResponse["writeHead"];
+}
+
+// HTTP/2: the stream stays open, its buffers full, for as long as the client goes on sending (each such stream
+// held about 0.65 MB). Node's compatibility layer asks for trailers once the response body is written, and it
+// sends them from its own listener, which runs before this one; the reset waits one turn so that it follows the
+// trailers on the wire instead of discarding them.
+function resetIfBodyUnread(this: http2.ServerHttp2Stream): void {
+  if (!this.readableEnded) setImmediate(stopReading, this);
 }
