@@ -217,8 +217,7 @@ describe("validation floods", () => {
   let keyBefore: unknown;
 
   beforeAll(async () => {
-    // startTarget's default level (warn) hides the "listening" line that spawnServer waits for.
-    target = await startTarget({ LOG_LEVEL: "info" });
+    target = await startTarget();
     // The key the mask floods aim at: a valid mask would rename it.
     const key = await restCallOk(target.url, "POST", "/v1/keys", { parentId: "flood-target", name: "kept", labels: ["kept"] });
     keyId = key.id as string;
