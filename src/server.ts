@@ -201,6 +201,9 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
     server = secure;
   } else {
     h1 = http.createServer(http1Options(limits), handle);
+    // h1 never listens itself (the listener hands it its connections), and Node starts checking the header and
+    // request timeouts of its connections only on "listening".
+    h1.emit("listening");
     const h2 = http2.createServer({ settings: h2Settings }, handle);
     h2.on("session", trackSession);
     serveFastPathFirst(h2);
@@ -235,7 +238,9 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
       const computeStopped = compute.stop();
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       for (const session of sessions) session.close();
-      h1?.closeIdleConnections();
+      // Closes h1's idle keep-alive connections and stops its timeout checks; the error it reports (h1 itself
+      // never listened) says nothing.
+      h1?.close(() => {});
       if (inFlight > 0) {
         await new Promise<void>((resolve) => {
           drained = resolve;

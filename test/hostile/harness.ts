@@ -1,3 +1,4 @@
+import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import http from "node:http";
 import { expect } from "vitest";
@@ -44,22 +45,25 @@ export function healthMs(url: string, timeoutMs = 5_000): Promise<number> {
   });
 }
 
-// Runs `attack` while probing /healthz every 25 ms; returns the slowest probe.
+// Runs `attack` while a separate process probes /healthz every 25 ms (health-probe.ts); returns the slowest
+// probe.
 export async function slowestHealthDuring(url: string, attack: () => Promise<void>): Promise<number> {
-  let slowest = 0;
-  let attacking = true;
-  const probes = (async () => {
-    while (attacking) {
-      slowest = Math.max(slowest, await healthMs(url));
-      await new Promise((r) => setTimeout(r, 25));
-    }
-  })();
+  const probe = spawn(process.execPath, ["--import", "tsx", "test/hostile/health-probe.ts", url], { stdio: ["pipe", "pipe", "inherit"] });
+  let output = "";
+  probe.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<void>((resolve) => probe.once("exit", () => resolve()));
+  while (!output.includes("ready\n")) {
+    if (probe.exitCode !== null) throw new Error("the health probe exited before its first probe");
+    await new Promise((r) => setTimeout(r, 20));
+  }
   try {
     await attack();
   } finally {
-    attacking = false;
+    probe.stdin.end();
+    await exited;
   }
-  await probes;
+  const slowest = Number(output.split("\n")[1]);
+  if (!Number.isFinite(slowest)) throw new Error(`the health probe reported no figure: ${output}`);
   return slowest;
 }
 

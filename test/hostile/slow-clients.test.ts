@@ -1,0 +1,115 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { expectRssUnder, expectServing, rssKb, slowestHealthDuring, startTarget } from "./harness.js";
+import type { Target } from "./harness.js";
+import { H2_PREFACE, grpcHeaders, openStream, rawConnection, session, untilClosed } from "./raw-clients.js";
+import type { SocketOutcome, StreamOutcome } from "./raw-clients.js";
+
+// Clients that hold a connection or a request open by sending slowly or not at all. Each is closed within its
+// timeout (short here, set by the same settings an operator uses), and nobody else notices. On main 7061b1a
+// 100 slowloris connections were still open after 330 s, and no stalled body ever timed out.
+
+const HEADERS_TIMEOUT_MS = 1_000;
+const REQUEST_TIMEOUT_MS = 2_000;
+// Node checks HTTP/1.1 timeouts once a second; the rest is scheduling on a busy two-core machine.
+const SLACK_MS = 2_000;
+
+let target: Target;
+let rssAtStartKb: number;
+beforeAll(async () => {
+  target = await startTarget({
+    HEADERS_TIMEOUT_SECONDS: String(HEADERS_TIMEOUT_MS / 1000),
+    REQUEST_TIMEOUT_SECONDS: String(REQUEST_TIMEOUT_MS / 1000),
+  });
+  rssAtStartKb = rssKb(target.pid);
+});
+afterAll(async () => {
+  await target.stop();
+});
+
+// Runs `open` and waits for every connection or stream it opened to be closed by the server, probing /healthz
+// all the while; returns the outcomes.
+async function closedByServer<T extends { closedAtMs: number | null }>(open: (started: number) => T[], withinMs: number): Promise<{ outcomes: T[]; slowestHealthMs: number }> {
+  let outcomes: T[] = [];
+  const slowestHealthMs = await slowestHealthDuring(target.url, async () => {
+    outcomes = open(performance.now());
+    await untilClosed(outcomes, withinMs + 1_000);
+  });
+  return { outcomes, slowestHealthMs };
+}
+
+function latest(outcomes: { closedAtMs: number | null }[]): number {
+  expect(outcomes.filter((o) => o.closedAtMs === null), "still open").toHaveLength(0);
+  return Math.max(...outcomes.map((o) => o.closedAtMs ?? Infinity));
+}
+
+describe("connections that never finish their start are closed within the header timeout", () => {
+  it("slowloris: 100 HTTP/1.1 requests whose headers drip a byte every 200 ms get 408 and are closed", async () => {
+    const { outcomes, slowestHealthMs } = await closedByServer(
+      (started) => Array.from({ length: 100 }, () => rawConnection(target.port, Buffer.from("GET /healthz HTTP/1.1\r\nHost: x\r\n"), Buffer.from(`X-Slow: ${"a".repeat(100)}`), 200, started).outcome),
+      HEADERS_TIMEOUT_MS + SLACK_MS,
+    );
+    expect(latest(outcomes)).toBeLessThan(HEADERS_TIMEOUT_MS + SLACK_MS);
+    expect(new Set(outcomes.map((o: SocketOutcome) => o.received.split("\r\n")[0]))).toEqual(new Set(["HTTP/1.1 408 Request Timeout"]));
+    expect(slowestHealthMs).toBeLessThan(100);
+  });
+
+  it("100 connections dripping the HTTP/2 preface a byte every 200 ms are dropped", async () => {
+    const { outcomes, slowestHealthMs } = await closedByServer(
+      (started) => Array.from({ length: 100 }, () => rawConnection(target.port, Buffer.alloc(0), H2_PREFACE, 200, started).outcome),
+      HEADERS_TIMEOUT_MS + SLACK_MS,
+    );
+    // Dripped in full, the preface would take 4.8 s: the timeout counts from the start, not from the last byte.
+    expect(latest(outcomes)).toBeLessThan(HEADERS_TIMEOUT_MS + SLACK_MS);
+    expect(slowestHealthMs).toBeLessThan(100);
+  });
+
+  it("100 connections that send nothing are dropped", async () => {
+    const { outcomes } = await closedByServer(
+      (started) => Array.from({ length: 100 }, () => rawConnection(target.port, Buffer.alloc(0), Buffer.alloc(0), 0, started).outcome),
+      HEADERS_TIMEOUT_MS + SLACK_MS,
+    );
+    expect(latest(outcomes)).toBeLessThan(HEADERS_TIMEOUT_MS + SLACK_MS);
+  });
+});
+
+describe("requests whose body stalls are ended within the request timeout, on every protocol", () => {
+  it("HTTP/1.1: REST and Connect bodies cut short get 408 and the connection is closed", async () => {
+    const head = (path: string) => Buffer.from(`POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"keyId":"`);
+    const { outcomes, slowestHealthMs } = await closedByServer(
+      (started) => [
+        ...Array.from({ length: 50 }, () => rawConnection(target.port, head("/v1/encrypt"), Buffer.alloc(0), 0, started).outcome),
+        ...Array.from({ length: 50 }, () => rawConnection(target.port, head("/kms.v1.KeyManagerService/Encrypt"), Buffer.alloc(0), 0, started).outcome),
+      ],
+      REQUEST_TIMEOUT_MS + SLACK_MS,
+    );
+    expect(latest(outcomes)).toBeLessThan(REQUEST_TIMEOUT_MS + SLACK_MS);
+    expect(new Set(outcomes.map((o) => o.received.split("\r\n")[0]))).toEqual(new Set(["HTTP/1.1 408 Request Timeout"]));
+    expect(slowestHealthMs).toBeLessThan(100);
+  });
+
+  const h2Cases: { name: string; headers: Record<string, string>; body: Buffer }[] = [
+    { name: "REST over HTTP/2", headers: { ":method": "POST", ":path": "/v1/encrypt", "content-type": "application/json", "content-length": "100000" }, body: Buffer.from('{"keyId":"') },
+    { name: "gRPC Encrypt (fast path)", headers: grpcHeaders("/kms.v1.KeyManagerService/Encrypt") as Record<string, string>, body: Buffer.from([0, 0, 0]) },
+    { name: "gRPC CreateCryptoKey (Connect)", headers: grpcHeaders("/kms.v1.KeyManagerService/CreateCryptoKey") as Record<string, string>, body: Buffer.from([0, 0, 0]) },
+    { name: "gRPC-web", headers: { ...(grpcHeaders("/kms.v1.KeyManagerService/Encrypt") as Record<string, string>), "content-type": "application/grpc-web+proto" }, body: Buffer.from([0, 0, 0]) },
+    { name: "Connect JSON over HTTP/2", headers: { ":method": "POST", ":path": "/kms.v1.KeyManagerService/Encrypt", "content-type": "application/json" }, body: Buffer.from('{"keyId":"') },
+  ];
+  for (const c of h2Cases) {
+    it(`${c.name}: 200 stalled streams over 10 sessions are reset`, async () => {
+      const sessions = Array.from({ length: 10 }, () => session(target.url));
+      const { outcomes, slowestHealthMs } = await closedByServer(
+        (started) => Array.from({ length: 200 }, (_, i) => openStream(sessions[i % 10]!, c.headers, c.body, started).outcome),
+        REQUEST_TIMEOUT_MS + SLACK_MS,
+      );
+      for (const s of sessions) s.destroy();
+      expect(latest(outcomes)).toBeLessThan(REQUEST_TIMEOUT_MS + SLACK_MS);
+      expect(new Set(outcomes.map((o: StreamOutcome) => o.rstCode))).toEqual(new Set([8])); // CANCEL
+      expect(slowestHealthMs).toBeLessThan(100);
+    });
+  }
+
+  it("afterwards the server serves as before and has given back what the stalled calls held", async () => {
+    await expectServing(target);
+    await expectRssUnder(target, rssAtStartKb + 100 * 1024);
+  });
+});
