@@ -30,6 +30,7 @@ import { releaseUnreadBody } from "./transport/unread-body.js";
 import { applyHttp1Limits, closeWhenIdle, http1Options } from "./transport/connection-limits.js";
 import type { ConnectionLimits } from "./transport/connection-limits.js";
 import { limitRequestTime } from "./transport/request-timeout.js";
+import { countPeerResets } from "./transport/reset-flood.js";
 import { createRestHandler } from "./transport/rest/rest-handler.js";
 
 export const MAX_REQUEST_BYTES = 4 * 1024 * 1024;
@@ -158,6 +159,8 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
     server.removeAllListeners("stream");
     // Node emits "stream" with exactly these four arguments; naming them spares a rest array per call.
     server.on("stream", (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, flags: number, rawHeaders: string[]) => {
+      // Reset by the peer before Node announced it (rapid reset): nothing to serve.
+      if (stream.destroyed) return;
       try {
         if (!longLivedPaths.has(headers[":path"] ?? "")) limitRequestTime(stream, config.requestTimeoutMs);
         if (fastPath.tryServe(stream, headers)) {
@@ -181,6 +184,7 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
     if (session.destroyed) return;
     session.setLocalWindowSize(H2_CONNECTION_WINDOW);
     closeWhenIdle(session, limits);
+    countPeerResets(session);
   };
   const h2Settings = { initialWindowSize: H2_STREAM_WINDOW, maxConcurrentStreams: config.http2MaxStreams };
 

@@ -1,4 +1,5 @@
 import http2 from "node:http2";
+import { markServerReset } from "./reset-flood.js";
 
 // A request must arrive whole within the request timeout: a client that sends headers and then a body slowly or
 // never would otherwise hold a stream, its buffers and a handler forever. HTTP/1.1 has this from Node
@@ -13,7 +14,9 @@ type TimedStream = http2.ServerHttp2Stream & { [TIMER]?: NodeJS.Timeout };
 
 function expire(stream: TimedStream): void {
   stream[TIMER] = undefined;
-  if (!stream.destroyed && !stream.closed && !stream.readableEnded) stream.close(http2.constants.NGHTTP2_CANCEL);
+  if (stream.destroyed || stream.closed || stream.readableEnded) return;
+  markServerReset(stream);
+  stream.close(http2.constants.NGHTTP2_CANCEL);
 }
 
 // Shared listeners, not closures: this runs for every stream, the fast path's included.

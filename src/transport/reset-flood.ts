@@ -1,0 +1,63 @@
+import http2 from "node:http2";
+
+// Rapid reset (CVE-2023-44487): a client opens streams and resets them at once, so that the server pays for
+// every new stream while the client's concurrency limit never fills. nghttp2 cuts a session after a burst of
+// 1,000 such resets, which still costs this server a few hundred milliseconds of one core per session. A
+// session whose peer aborts more streams than this in one second is sent GOAWAY (ENHANCE_YOUR_CALM) and
+// dropped; a client that cancels calls now and then never comes near it.
+const MAX_PEER_RESETS_PER_SECOND = 100;
+
+const RESETS = Symbol("cloudplane.peerResets");
+
+interface ResetWindow {
+  startedAt: number;
+  count: number;
+}
+
+type CountedSession = http2.Http2Session & { [RESETS]?: ResetWindow };
+
+const SESSION = Symbol("cloudplane.session");
+
+const SERVER_RESET = Symbol("cloudplane.serverReset");
+
+type WatchedStream = http2.ServerHttp2Stream & { [SESSION]?: CountedSession; [SERVER_RESET]?: true };
+
+// A stream closed with an error code that this server did not send was reset by the peer, whether before or
+// after our answer (a client that resets at once may already have an answer on its way).
+function onClosed(this: WatchedStream): void {
+  if (this.rstCode === http2.constants.NGHTTP2_NO_ERROR || this[SERVER_RESET] === true) return;
+  const session = this[SESSION];
+  if (session !== undefined) count(session);
+}
+
+function count(session: CountedSession): void {
+  if (session.destroyed) return;
+  const now = performance.now();
+  let window = session[RESETS];
+  if (window === undefined || now - window.startedAt > 1_000) window = session[RESETS] = { startedAt: now, count: 0 };
+  if (++window.count > MAX_PEER_RESETS_PER_SECOND) {
+    session.goaway(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM);
+    session.destroy();
+  }
+}
+
+// Node announces a stream on the next tick after its headers: a stream reset in the same read is closed
+// already, and has let go of its session, by then.
+function onStream(this: CountedSession, stream: WatchedStream): void {
+  if (stream.destroyed || stream.closed) {
+    if (stream.rstCode !== http2.constants.NGHTTP2_NO_ERROR) count(this);
+    return;
+  }
+  stream[SESSION] = this;
+  stream.on("close", onClosed);
+}
+
+// Marks a stream that this server is about to reset itself.
+export function markServerReset(stream: http2.ServerHttp2Stream): void {
+  (stream as WatchedStream)[SERVER_RESET] = true;
+}
+
+// Counts the streams of one session that its peer resets.
+export function countPeerResets(session: http2.Http2Session): void {
+  session.on("stream", onStream);
+}
