@@ -2,7 +2,7 @@ import type { JsonWriteOptions } from "@bufbuild/protobuf";
 import { ConnectError, createContextValues } from "@connectrpc/connect";
 import { createAsyncIterable, encodeEnvelope, readAllBytes } from "@connectrpc/connect/protocol";
 import type { UniversalHandler, UniversalServerRequest, UniversalServerResponse } from "@connectrpc/connect/protocol";
-import { contentTypeUnaryRegExp, errorFromJsonBytes, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
+import { codeToHttpStatus, contentTypeUnaryRegExp, errorFromJsonBytes, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
 import { contentTypeRegExp as grpcContentType, findTrailerError } from "@connectrpc/connect/protocol-grpc";
 import { contentTypeRegExp as grpcWebContentType, trailerFlag, trailerParse, trailerSerialize } from "@connectrpc/connect/protocol-grpc-web";
 import { completeProtocolError } from "../errors/to-connect-error.js";
@@ -88,8 +88,11 @@ async function completeConnectError(
   const bytes = await readAllBytes(body, Number.MAX_SAFE_INTEGER);
   let json: Uint8Array;
   try {
-    const error = errorFromJsonBytes(bytes, undefined, new ConnectError("not an error body"));
-    json = errorToJsonBytes(completeProtocolError(error), jsonOptions);
+    const error = completeProtocolError(errorFromJsonBytes(bytes, undefined, new ConnectError("not an error body")));
+    json = errorToJsonBytes(error, jsonOptions);
+    // Completing may change the code (a caller's undecodable message that Connect called INTERNAL); the HTTP
+    // status follows the code the body now says.
+    status = codeToHttpStatus(error.code);
   } catch {
     // Not Connect's error JSON (it always is): passed on as it came.
     json = bytes;

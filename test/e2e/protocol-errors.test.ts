@@ -101,6 +101,21 @@ describe("errors raised by Connect's protocol layer", () => {
       expect(await storedKeyCount()).toBe(0);
     });
 
+    it("answers an undecodable binary message with 400 and invalid_argument, never 500", async () => {
+      for (const path of [CREATE, "/kms.v1.KeyManagerService/Encrypt"]) {
+        const res = await fetch(`${server.url}${path}`, {
+          method: "POST",
+          headers: { "content-type": "application/proto" },
+          body: Buffer.from([0xff, 0xff, 0xff]),
+        });
+        expect(res.status).toBe(400);
+        const body = (await res.json()) as { code: string; details: { type: string; debug: unknown }[] };
+        expect(body.code).toBe("invalid_argument");
+        expect(body.details[0]?.debug).toEqual({ reason: "MALFORMED_BODY", domain: "cloudplane" });
+      }
+      expect(await storedKeyCount()).toBe(0);
+    });
+
     it("answers a message over 4 MiB with 429, REQUEST_TOO_LARGE and a QuotaFailure", async () => {
       const res = await fetch(`${server.url}${CREATE}`, {
         method: "POST",
