@@ -11,6 +11,9 @@ const MAX_LISTED_CHARS = 2048;
 // Fields are JSON paths, which the REST layer builds from the names a caller sent.
 const MAX_FIELD_CHARS = 128;
 const MAX_DESCRIPTION_CHARS = 512;
+// Of a resource id a caller names (key, node pool, cluster, task ...). Ours are far shorter; the bound keeps a
+// megabyte "id" out of lookups and out of the NOT_FOUND message and ResourceInfo that would repeat it.
+export const MAX_ID_CHARS = 128;
 
 // The bad fields of one request, collected so that it fails with all of them at once and the caller fixes
 // everything in one round. Violations are listed in the order they were added until 20 are listed or the next
@@ -36,6 +39,12 @@ export class ViolationList {
     if (this.listed.length > 0 && this.listedChars + chars > MAX_LISTED_CHARS) return;
     this.listed.push(violation);
     this.listedChars += chars;
+  }
+
+  // A required resource id: present, and of a length an id can have.
+  requiredId(field: string, id: string): void {
+    if (id === "") this.add(field, "is required");
+    else if (id.length > MAX_ID_CHARS) this.add(field, `must be at most ${MAX_ID_CHARS} characters, got ${id.length}`);
   }
 
   // Every violation added, listed or not.

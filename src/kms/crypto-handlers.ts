@@ -1,4 +1,5 @@
 import type { DecryptRequest, EncryptRequest } from "../../gen/kms/v1/kms_pb.js";
+import { MAX_ID_CHARS } from "../errors/violation-list.js";
 import type { VersionKey } from "./ciphertext.js";
 import type { KeyManager } from "./key-manager.js";
 import { MAX_DATA_BYTES, Violations, checkData, checkKeyId, checkVersionId } from "./request-validation.js";
@@ -43,7 +44,7 @@ export function createCryptoHandlers(manager: KeyManager): CryptoHandlers {
     },
 
     decrypt(req) {
-      if (req.keyId === "" || req.ciphertext.length === 0 || req.additionalAuthenticatedData.length > MAX_DATA_BYTES) {
+      if (req.keyId === "" || req.keyId.length > MAX_ID_CHARS || req.ciphertext.length === 0 || req.additionalAuthenticatedData.length > MAX_DATA_BYTES) {
         const v = new Violations();
         checkKeyId(v, "keyId", req.keyId);
         checkData(v, "ciphertext", req.ciphertext, true);
@@ -64,6 +65,7 @@ export function createCryptoHandlers(manager: KeyManager): CryptoHandlers {
 function checkEncrypt(req: EncryptRequest): void {
   if (
     req.keyId === "" ||
+    req.keyId.length > MAX_ID_CHARS ||
     req.keyVersionId < 1 ||
     req.plaintext.length === 0 ||
     req.plaintext.length > MAX_DATA_BYTES ||

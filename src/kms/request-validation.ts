@@ -43,7 +43,7 @@ export function checkParentId(v: Violations, parentId: string): void {
 }
 
 export function checkKeyId(v: Violations, field: string, keyId: string): void {
-  if (keyId === "") v.add(field, "is required");
+  v.requiredId(field, keyId);
 }
 
 export function checkVersionId(v: Violations, versionId: number): void {

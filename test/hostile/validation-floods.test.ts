@@ -1,6 +1,6 @@
 import { create, toBinary } from "@bufbuild/protobuf";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { UpdateCryptoKeyRequestSchema } from "../../gen/kms/v1/kms_pb.js";
+import { GetCryptoKeyRequestSchema, UpdateCryptoKeyRequestSchema } from "../../gen/kms/v1/kms_pb.js";
 import { restCall as restCallOk } from "../support/kms-clients.js";
 import { expectRssUnder, expectServing, slowestHealthDuring, startTarget } from "./harness.js";
 import type { Target } from "./harness.js";
@@ -196,6 +196,34 @@ const floods: Flood[] = [
     httpStatus: 400,
     reason: "UNKNOWN_FIELD",
     violations: [{ field: `\\u202e${"k".repeat(127)}...`, description: `unknown field "\\u202e${"k".repeat(63)}..." in kms.v1.CreateCryptoKeyRequest` }],
+  },
+  {
+    // A NOT_FOUND would repeat the id in its message and ResourceInfo: 4 MB of id made 5 s of work and a
+    // trailer too large for HTTP/2 to send.
+    name: "gRPC GetCryptoKey with a key id of 4,000,000 characters",
+    bounds: BIG,
+    prepare: ({ url }) => {
+      const message = toBinary(GetCryptoKeyRequestSchema, create(GetCryptoKeyRequestSchema, { keyId: "k".repeat(4_000_000) }));
+      return () => grpcCall(url, "/kms.v1.KeyManagerService/GetCryptoKey", message);
+    },
+    httpStatus: 200,
+    reason: "REQUEST_INVALID",
+    violations: [{ field: "keyId", description: "must be at most 128 characters, got 4000000" }],
+  },
+  {
+    name: "REST GET /v1/keys/{keyId} and a node pool, with ids of 12,000 characters",
+    bounds: SMALL,
+    prepare: ({ url }) => {
+      const id = "k".repeat(12_000);
+      return async () => {
+        const pool = await restCall(url, "GET", `/cluster/v1/si-1/node-pools/${id}`);
+        expect(pool.violations).toEqual([{ field: "nodePoolId", description: "must be at most 128 characters, got 12000" }]);
+        return restCall(url, "GET", `/v1/keys/${id}`);
+      };
+    },
+    httpStatus: 400,
+    reason: "REQUEST_INVALID",
+    violations: [{ field: "keyId", description: "must be at most 128 characters, got 12000" }],
   },
   {
     // Node's HTTP parser takes at most 16 KiB of request line and headers: about 1,500 parameters.

@@ -66,8 +66,8 @@ export class NodePoolManager {
 
   async list(serviceInstanceId: string, clusterId: string): Promise<NodePoolRecord[]> {
     const v = new Violations();
-    v.required("serviceInstanceId", serviceInstanceId);
-    v.required("clusterId", clusterId);
+    v.requiredId("serviceInstanceId", serviceInstanceId);
+    v.requiredId("clusterId", clusterId);
     v.throwIfAny();
     this.cluster(serviceInstanceId, clusterId);
     return this.store.listNodePools(serviceInstanceId, clusterId);
@@ -75,8 +75,8 @@ export class NodePoolManager {
 
   async get(serviceInstanceId: string, nodePoolId: string): Promise<NodePoolRecord> {
     const v = new Violations();
-    v.required("serviceInstanceId", serviceInstanceId);
-    v.required("nodePoolId", nodePoolId);
+    v.requiredId("serviceInstanceId", serviceInstanceId);
+    v.requiredId("nodePoolId", nodePoolId);
     v.throwIfAny();
     return this.existing(serviceInstanceId, nodePoolId);
   }
@@ -92,8 +92,8 @@ export class NodePoolManager {
   async create(input: CreateNodePoolInput): Promise<TaskRecord> {
     const count = input.count ?? 0;
     const v = new Violations();
-    v.required("serviceInstanceId", input.serviceInstanceId);
-    v.required("clusterId", input.clusterId);
+    v.requiredId("serviceInstanceId", input.serviceInstanceId);
+    v.requiredId("clusterId", input.clusterId);
     checkFlavor(v, "nodeConfig.computeFlavor", input.computeFlavor, this.catalog);
     checkName(v, "nodePoolName", input.name);
     checkCount(v, "scalePolicy.fixedScale.count", count, this.lookupCluster(input.serviceInstanceId, input.clusterId)?.maxPoolSize ?? null);
@@ -121,8 +121,8 @@ export class NodePoolManager {
 
   async update(input: UpdateNodePoolInput): Promise<TaskRecord> {
     const v = new Violations();
-    v.required("serviceInstanceId", input.serviceInstanceId);
-    v.required("nodePoolId", input.nodePoolId);
+    v.requiredId("serviceInstanceId", input.serviceInstanceId);
+    v.requiredId("nodePoolId", input.nodePoolId);
     if (input.name === "" && input.count === undefined) {
       v.add("nodePoolName", "nothing to update: give nodePoolName, scalePolicy.fixedScale.count or both");
     }
@@ -146,8 +146,8 @@ export class NodePoolManager {
 
   async delete(input: DeleteNodePoolInput): Promise<TaskRecord> {
     const v = new Violations();
-    v.required("serviceInstanceId", input.serviceInstanceId);
-    v.required("nodePoolId", input.nodePoolId);
+    v.requiredId("serviceInstanceId", input.serviceInstanceId);
+    v.requiredId("nodePoolId", input.nodePoolId);
     v.throwIfAny();
     await this.existing(input.serviceInstanceId, input.nodePoolId);
     return this.startTask(input.serviceInstanceId, input.nodePoolId, "DeleteNodePool", input.createdBy, (current) => ({

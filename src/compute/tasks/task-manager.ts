@@ -26,8 +26,8 @@ export class TaskManager {
 
   async get(serviceInstanceId: string, taskId: string): Promise<TaskRecord> {
     const v = new Violations();
-    v.required("serviceInstanceId", serviceInstanceId);
-    v.required("taskId", taskId);
+    v.requiredId("serviceInstanceId", serviceInstanceId);
+    v.requiredId("taskId", taskId);
     v.throwIfAny();
     return this.read(serviceInstanceId, taskId);
   }
@@ -41,7 +41,7 @@ export class TaskManager {
 
   async list(serviceInstanceId: string, nodePoolId: string, page: TaskPageInput): Promise<TaskRecord[]> {
     const v = new Violations();
-    v.required("serviceInstanceId", serviceInstanceId);
+    v.requiredId("serviceInstanceId", serviceInstanceId);
     if (page.limit < 0 || page.limit > MAX_PAGE) v.add("page.limit", `must be between 0 and ${MAX_PAGE} (0 means 100), got ${page.limit}`);
     if (page.offset < 0) v.add("page.offset", `must be at least 0, got ${page.offset}`);
     v.throwIfAny();
@@ -54,8 +54,8 @@ export class TaskManager {
   // aborts (the caller went away), or when the server stops. Waiting costs a timer and a callback, no polling.
   async wait(serviceInstanceId: string, taskId: string, timeoutMs: number | undefined, signal: AbortSignal): Promise<TaskRecord> {
     const v = new Violations();
-    v.required("serviceInstanceId", serviceInstanceId);
-    v.required("taskId", taskId);
+    v.requiredId("serviceInstanceId", serviceInstanceId);
+    v.requiredId("taskId", taskId);
     if (timeoutMs !== undefined && (timeoutMs < 0 || timeoutMs > MAX_WAIT_MS)) {
       v.add("timeout", `must be between 0s and ${MAX_WAIT_MS / 1000}s, got ${timeoutMs / 1000}s`);
     }
