@@ -2,14 +2,10 @@ import type { JsonReadOptions, JsonWriteOptions } from "@bufbuild/protobuf";
 import { Code, ConnectError, createConnectRouter } from "@connectrpc/connect";
 import type { ConnectRouter, ConnectRouterOptions } from "@connectrpc/connect";
 import type { UniversalHandler } from "@connectrpc/connect/protocol";
-import {
-  compressionBrotli,
-  compressionGzip,
-  universalRequestFromNodeRequest,
-  universalResponseToNodeResponse,
-} from "@connectrpc/connect-node";
+import { universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
 import type { Logger } from "pino";
 import type { NodeRequest, NodeResponse } from "./node-types.js";
+import { acceptedCompressions } from "./compression.js";
 import { wrapHandler } from "./handler-wrapper.js";
 
 export interface ConnectAdapterOptions extends ConnectRouterOptions {
@@ -32,7 +28,7 @@ export interface ConnectAdapter {
 // call, including the REST calls that go through the same handlers.
 export function createConnectAdapter(options: ConnectAdapterOptions): ConnectAdapter {
   const { routes, fallback, logger, ...routerOptions } = options;
-  const router = createConnectRouter({ acceptCompression: [compressionGzip, compressionBrotli], ...routerOptions });
+  const router = createConnectRouter({ acceptCompression: acceptedCompressions, ...routerOptions });
   routes(router);
   const handlers = router.handlers.map((h) => wrapHandler(h, options.jsonOptions));
   const byPath = new Map(handlers.map((h) => [h.requestPath, h]));

@@ -158,6 +158,17 @@ describe("errors raised by Connect's protocol layer", () => {
       expect(await storedKeyCount()).toBe(0);
     });
 
+    it("answers gzip data that does not decompress (truncated, or not gzip) with INVALID_ARGUMENT, never INTERNAL", async () => {
+      for (const data of [Buffer.from([0xf0]), Buffer.from([0x1f, 0x8b, 0x08, 0x00]), Buffer.from("not gzip")]) {
+        const compressed = Buffer.concat([Buffer.from([1, 0, 0, 0, data.length]), data]);
+        const res = await rawCall(server.url, CREATE, compressed, { "grpc-encoding": "gzip" });
+        expect(res.trailers["grpc-status"]).toBe("3");
+        const status = statusFromBin(res.trailers["grpc-status-details-bin"]);
+        expect(detail(status, ErrorInfoSchema)).toMatchObject({ reason: "MALFORMED_BODY", domain: "cloudplane" });
+      }
+      expect(await storedKeyCount()).toBe(0);
+    });
+
     it("answers an unknown grpc-encoding with UNIMPLEMENTED and PROTOCOL_ERROR", async () => {
       const valid = toBinary(CreateCryptoKeyRequestSchema, create(CreateCryptoKeyRequestSchema, { parentId: NAMESPACE }));
       const res = await rawCall(server.url, CREATE, frame(valid), { "grpc-encoding": "snappy" });

@@ -23,16 +23,31 @@ const seconds = Number(flags.seconds);
 const seed = Number(flags.seed);
 const CALL_TIMEOUT_MS = 15_000;
 
-type Outcome = { kind: string; status: string };
+// What was sent is kept only to describe a failure: the method, the headers that matter, the body's start.
+type Outcome = { kind: string; status: string; sent?: string };
+
+function describe(headers: http2.OutgoingHttpHeaders, body: Buffer): string {
+  const shown = ["content-type", "grpc-encoding", "grpc-timeout"].filter((h) => headers[h] !== undefined).map((h) => `${h}=${String(headers[h])}`);
+  return `${String(headers[":path"])} ${shown.join(" ")} body(${body.length})=${body.subarray(0, 48).toString("hex")}`;
+}
 
 function rssKb(pid: number): number {
   return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0);
 }
 
+// What Node's own client refuses to send (an invalid header value or path) never reaches the server.
+const CLIENT_REFUSED = "client refused";
+
 function h2Call(s: http2.ClientHttp2Session, headers: http2.OutgoingHttpHeaders, body: Buffer): Promise<string> {
   return new Promise((resolve) => {
     let result = "no answer";
-    const req = s.request(headers);
+    let req: http2.ClientHttp2Stream;
+    try {
+      req = s.request(headers);
+    } catch {
+      resolve(CLIENT_REFUSED);
+      return;
+    }
     const timer = setTimeout(() => {
       result = "hung";
       req.close(http2.constants.NGHTTP2_CANCEL);
@@ -51,10 +66,16 @@ function h2Call(s: http2.ClientHttp2Session, headers: http2.OutgoingHttpHeaders,
 
 function h1Call(port: number, method: string, path: string, contentType: string, body: string): Promise<string> {
   return new Promise((resolve) => {
-    const req = http.request({ host: "127.0.0.1", port, method, path, agent: false, timeout: CALL_TIMEOUT_MS, headers: { "content-type": contentType } }, (res) => {
-      res.resume();
-      res.on("end", () => resolve(`http ${res.statusCode}`));
-    });
+    let req: http.ClientRequest;
+    try {
+      req = http.request({ host: "127.0.0.1", port, method, path, agent: false, timeout: CALL_TIMEOUT_MS, headers: { "content-type": contentType } }, (res) => {
+        res.resume();
+        res.on("end", () => resolve(`http ${res.statusCode}`));
+      });
+    } catch {
+      resolve(CLIENT_REFUSED);
+      return;
+    }
     req.on("timeout", () => {
       req.destroy();
       resolve("hung");
@@ -97,13 +118,14 @@ async function one(r: Random, port: number, s: http2.ClientHttp2Session): Promis
       const headers: http2.OutgoingHttpHeaders = { ":method": "POST", ":path": r.pick(grpcPaths), "content-type": r.pick(grpcTypes), te: "trailers" };
       if (r.int(8) === 0) headers["grpc-encoding"] = r.pick(["gzip", "br", "identity", r.text(4)]);
       if (r.int(8) === 0) headers["grpc-timeout"] = r.pick(["1m", "0n", "99999999H", r.text(3)]);
-      return { kind: "grpc", status: await h2Call(s, headers, grpcBody(r)) };
+      const body = grpcBody(r);
+      return { kind: "grpc", status: await h2Call(s, headers, body), sent: describe(headers, body) };
     }
     case 2: {
       const binary = r.int(2) === 0;
       const body = binary ? r.bytes(r.size()) : Buffer.from(jsonBody(r));
       const headers = { ":method": "POST", ":path": r.pick(grpcPaths), "content-type": binary ? "application/proto" : "application/json" };
-      return { kind: "connect", status: await h2Call(s, headers, body) };
+      return { kind: "connect", status: await h2Call(s, headers, body), sent: describe(headers, body) };
     }
     case 3: {
       const [method, template] = r.pick(restRoutes);
@@ -114,7 +136,8 @@ async function one(r: Random, port: number, s: http2.ClientHttp2Session): Promis
     case 4: {
       const [method, template] = r.pick(restRoutes);
       const headers = { ":method": method, ":path": restPath(r, template) + queryString(r), "content-type": "application/json" };
-      return { kind: "rest-h2", status: await h2Call(s, headers, Buffer.from(method === "GET" ? "" : jsonBody(r))) };
+      const body = Buffer.from(method === "GET" ? "" : jsonBody(r));
+      return { kind: "rest-h2", status: await h2Call(s, headers, body), sent: `${method} ${describe(headers, body)}` };
     }
     default:
       return { kind: "garbage", status: await garbage(port, r) };
@@ -146,11 +169,11 @@ async function main(): Promise<void> {
           s = http2.connect(server.url);
           s.on("error", () => {});
         }
-        const { kind, status } = w === 0 && calls % 500 === 0 ? { kind: "flood", status: await labelFlood(s) } : await one(r, server.port, s);
+        const { kind, status, sent } = w === 0 && calls % 500 === 0 ? { kind: "flood", status: await labelFlood(s) } : await one(r, server.port, s);
         if (kind === "flood") floods++;
         calls++;
         counts.set(`${kind} ${status}`, (counts.get(`${kind} ${status}`) ?? 0) + 1);
-        if (isFailure(status) && failures.length < 20) failures.push(`${kind} ${status} (call ${calls})`);
+        if (isFailure(status) && failures.length < 20) failures.push(`${kind} ${status}: ${sent ?? ""}`);
       }
       s.destroy();
     });
