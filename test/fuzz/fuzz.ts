@@ -17,6 +17,11 @@ const { values: flags } = parseArgs({
     seconds: { type: "string", default: "180" },
     seed: { type: "string", default: String(Date.now() % 1_000_000) },
     concurrency: { type: "string", default: "16" },
+    // A server already running (its URL and process id), instead of one spawned for the run.
+    // Only one kind of input: grpc, connect, rest-h1, rest-h2 or garbage (to narrow a finding down).
+    only: { type: "string", default: "" },
+    url: { type: "string", default: "" },
+    pid: { type: "string", default: "" },
   },
 });
 const seconds = Number(flags.seconds);
@@ -110,9 +115,13 @@ function labelFlood(s: http2.ClientHttp2Session): Promise<string> {
   return h2Call(s, { ":method": "POST", ":path": "/kms.v1.KeyManagerService/CreateCryptoKey", "content-type": "application/grpc" }, Buffer.concat([envelope, message]));
 }
 
+const kinds = ["grpc", "grpc", "connect", "rest-h1", "rest-h2", "garbage"];
+
 async function one(r: Random, port: number, s: http2.ClientHttp2Session): Promise<Outcome> {
   const grpcTypes = ["application/grpc", "application/grpc+proto", "application/grpc-web+proto", "application/grpc-web"];
-  switch (r.int(6)) {
+  let choice = r.int(kinds.length);
+  while (flags.only !== "" && kinds[choice] !== flags.only) choice = r.int(kinds.length);
+  switch (choice) {
     case 0:
     case 1: {
       const headers: http2.OutgoingHttpHeaders = { ":method": "POST", ":path": r.pick(grpcPaths), "content-type": r.pick(grpcTypes), te: "trailers" };
@@ -151,7 +160,10 @@ function isFailure(status: string): boolean {
 
 async function main(): Promise<void> {
   const dir = tempDir("cloudplane-fuzz-");
-  const server = await spawnServer({ dataDir: dir.path });
+  const server =
+    flags.url === ""
+      ? await spawnServer({ dataDir: dir.path })
+      : { url: flags.url, port: Number(new URL(flags.url).port), pid: Number(flags.pid), running: () => true, kill: async () => null };
   const r = new Random(seed);
   const counts = new Map<string, number>();
   const failures: string[] = [];
