@@ -65,10 +65,6 @@ export class KeyCache {
     }
     return entry;
   }
-
-  delete(keyId: string): void {
-    this.entries.delete(keyId);
-  }
 }
 
 // The state to report for a cached version: a scheduled version whose time has come is DESTROYED.
