@@ -36,4 +36,6 @@ export function registerRoutes(router: ConnectRouter, impls: ServiceImpls): void
   router.service(Health, createHealthService(impls.health));
   router.service(ServerReflectionV1, reflection.v1);
   router.service(ServerReflectionV1alpha, reflection.v1alpha);
+  // Health reports every service the router serves, named by its descriptor.
+  impls.health.register(router.handlers.map((handler) => handler.service));
 }

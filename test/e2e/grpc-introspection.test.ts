@@ -3,7 +3,9 @@ import type { AddressInfo } from "node:net";
 import { createFileRegistry, fromBinary } from "@bufbuild/protobuf";
 import { anyUnpack, FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
 import type { FileDescriptorProto } from "@bufbuild/protobuf/wkt";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import type { ConnectRouter } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import { afterAll, assert, beforeAll, describe, expect, it, vi } from "vitest";
@@ -18,6 +20,8 @@ import { createConnectAdapter } from "../../src/transport/connect-adapter.js";
 import { createHealthService, HealthStatus } from "../../src/transport/grpc/health-service.js";
 import { createReflectionServices } from "../../src/transport/grpc/reflection-service.js";
 import { callInterceptor } from "../../src/transport/interceptors.js";
+import { startServer as startApp } from "../support/server.js";
+import type { TestServer as App } from "../support/server.js";
 
 const KMS = "kms.v1.KeyManagerService";
 
@@ -255,6 +259,77 @@ describe("HealthStatus.shutdown", () => {
     } finally {
       await server.close();
     }
+  });
+});
+
+describe("HealthStatus.register", () => {
+  it("names services by descriptor, keeps a status already set, and registers NOT_SERVING after shutdown", () => {
+    const status = new HealthStatus();
+    status.set(Health.typeName, ServingStatus.NOT_SERVING);
+    status.register([KeyManagerService, Health, KeyManagerService]);
+    expect(status.get(KMS)).toBe(ServingStatus.SERVING);
+    expect(status.get(Health.typeName)).toBe(ServingStatus.NOT_SERVING);
+    status.shutdown();
+    status.register([ServerReflectionV1]);
+    expect(status.get(ServerReflectionV1.typeName)).toBe(ServingStatus.NOT_SERVING);
+  });
+});
+
+// Every service the real server registers, by the names a load balancer or grpc_health_probe would ask for.
+const servedServices = [
+  KMS,
+  "compute.cluster.v1.NodePoolService",
+  "compute.cluster.v1.TaskService",
+  "grpc.health.v1.Health",
+  "grpc.reflection.v1.ServerReflection",
+  "grpc.reflection.v1alpha.ServerReflection",
+];
+
+describe("grpc.health.v1.Health on the real server", () => {
+  let app: App;
+  let client: grpc.Client;
+  let connect: ReturnType<typeof createClient<typeof Health>>;
+  beforeAll(async () => {
+    app = await startApp();
+    client = new grpc.Client(`127.0.0.1:${app.port}`, grpc.credentials.createInsecure());
+    connect = createClient(Health, createConnectTransport({ baseUrl: app.url, httpVersion: "1.1" }));
+  });
+  afterAll(async () => {
+    client.close();
+    await app.stop();
+  });
+
+  const checkConnect = async (service: string) => ServingStatus[(await connect.check({ service })).status];
+
+  it("reports every registered service, and no other, SERVING over gRPC and Connect", async () => {
+    for (const service of ["", ...servedServices]) {
+      expect(await check(client, service), service).toEqual({ status: "SERVING" });
+      expect(await checkConnect(service), service).toBe("SERVING");
+    }
+    const list = await healthCall<{ statuses: Record<string, HealthResponse> }>(client, "List", {});
+    expect(Object.keys(list.statuses).sort()).toEqual(["", ...servedServices].sort());
+
+    const grpcError = (await check(client, "no.such.Service").catch((e: unknown) => e)) as grpc.ServiceError;
+    expect(grpcError.code).toBe(grpc.status.NOT_FOUND);
+    const connectError = await connect.check({ service: "no.such.Service" }).catch((e: unknown) => e);
+    expect(ConnectError.from(connectError).code).toBe(Code.NotFound);
+  });
+
+  it("reports every service NOT_SERVING once shutdown starts, and Watch sees the change", async () => {
+    const watcher = watch(client, "compute.cluster.v1.NodePoolService");
+    expect(await watcher.next()).toEqual({ status: "SERVING" });
+
+    // What close() does first; called alone so that the server still answers Check.
+    app.app.health.shutdown();
+    expect(await watcher.next()).toEqual({ status: "NOT_SERVING" });
+    for (const service of ["", ...servedServices]) {
+      expect(await check(client, service), service).toEqual({ status: "NOT_SERVING" });
+      expect(await checkConnect(service), service).toBe("NOT_SERVING");
+    }
+    const error = (await check(client, "no.such.Service").catch((e: unknown) => e)) as grpc.ServiceError;
+    expect(error.code).toBe(grpc.status.NOT_FOUND);
+    watcher.call.on("error", () => {});
+    watcher.call.cancel();
   });
 });
 

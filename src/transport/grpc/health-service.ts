@@ -1,3 +1,4 @@
+import type { DescService } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { HealthCheckResponse_ServingStatus as ServingStatus } from "../../../gen/grpc/health/v1/health_pb.js";
@@ -8,7 +9,8 @@ type StatusListener = (status: ServingStatus) => void;
 
 /**
  * Serving status of each service by fully qualified name, where "" stands
- * for the whole server. Like grpc-go, the whole server starts SERVING.
+ * for the whole server. Like grpc-go, the whole server starts SERVING, and
+ * so does each service registered with register().
  */
 export class HealthStatus {
   readonly #statuses = new Map<string, ServingStatus>([["", ServingStatus.SERVING]]);
@@ -24,6 +26,19 @@ export class HealthStatus {
 
   entries(): IterableIterator<[string, ServingStatus]> {
     return this.#statuses.entries();
+  }
+
+  /**
+   * Reports each service by the name in its descriptor: SERVING, or
+   * NOT_SERVING once shutdown has begun. A service already known keeps its
+   * status, so registering twice changes nothing.
+   */
+  register(services: Iterable<DescService>): void {
+    for (const { typeName } of services) {
+      if (!this.#statuses.has(typeName)) {
+        this.#update(typeName, this.#shutDown ? ServingStatus.NOT_SERVING : ServingStatus.SERVING);
+      }
+    }
   }
 
   set(service: string, status: ServingStatus): void {
