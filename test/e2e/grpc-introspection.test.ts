@@ -176,14 +176,15 @@ function decodeFiles(response: ReflectionResponse): FileDescriptorProto[] {
 
 const kmsFileAndDependencies = [
   "kms/v1/kms.proto",
+  "cloudplane/api/v1/policy.proto",
   "google/api/annotations.proto",
   "google/api/client.proto",
   "google/api/field_behavior.proto",
   "google/protobuf/duration.proto",
   "google/protobuf/field_mask.proto",
   "google/protobuf/timestamp.proto",
-  "google/api/http.proto",
   "google/protobuf/descriptor.proto",
+  "google/api/http.proto",
   "google/api/launch_stage.proto",
 ];
 
@@ -412,10 +413,10 @@ describe.each(["v1", "v1alpha"] as const)("grpc.reflection.%s.ServerReflection",
   it("answers extension requests from the known files", async () => {
     const stream = reflectionStream(server.client, version);
     const numbers = await stream.ask({ allExtensionNumbersOfType: "google.protobuf.MethodOptions" });
-    // google.api.http and google.api.method_signature.
+    // google.api.http, cloudplane.api.v1.method_policy and google.api.method_signature.
     expect(numbers.allExtensionNumbersResponse).toEqual({
       baseTypeName: "google.protobuf.MethodOptions",
-      extensionNumber: [1051, 72295728],
+      extensionNumber: [1051, 51000, 72295728],
     });
     const noExtensions = await stream.ask({ allExtensionNumbersOfType: "kms.v1.CryptoKey" });
     expect(noExtensions.allExtensionNumbersResponse?.extensionNumber).toEqual([]);
