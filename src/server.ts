@@ -61,7 +61,7 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
   const clock = options.clock ?? systemClock;
   const db = openDatabase(config.dataDir);
   const store = new SqliteKmsStore(db);
-  const masterKey = loadMasterKey(config, logger);
+  const masterKey = loadMasterKey(config, store, logger);
   const manager = new KeyManager(store, new KeyCache(masterKey, config.keyCacheSize), masterKey, clock, {
     destroyGraceMs: config.destroyGraceMs,
   });

@@ -1,9 +1,42 @@
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { dirname, join } from "node:path";
-import type { Logger } from "pino";
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import type { MasterKeyStore } from "../storage/kms-store.js";
+import { createFileAtomically, removeDurably, renameDurably } from "../shared/durable-file.js";
 import { restrictToOwner } from "../shared/private-file.js";
+import { isRefusal, judgeMasterKey, masterKeyCheck, requireMatchingMasterKey } from "./master-key-check.js";
 import { MasterKey } from "./master-key.js";
+
+// Where the master key comes from, and the start-up rules that keep it bound to the data (docs/master-key-check.md):
+// the environment, a file the operator names, or the data directory's own `master.key`, which is generated only
+// for a store that never held a key, and which `npm run rewrap-master-key` replaces through `master.key.new`.
+
+export interface MasterKeySettings {
+  masterKey: string;
+  masterKeyFile: string;
+  dataDir: string;
+}
+
+// The log lines of these rules; the server passes its logger, the re-wrap command prints them.
+export interface MasterKeyNotices {
+  info(fields: Record<string, unknown>, message: string): void;
+  warn(fields: Record<string, unknown>, message: string): void;
+}
+
+export interface ResolvedMasterKey {
+  key: MasterKey;
+  // Where it was read from, for messages: "MASTER_KEY" or a file path.
+  origin: string;
+  // The data directory's own key file when the key is read from it, else null (MASTER_KEY or MASTER_KEY_FILE).
+  ownFile: string | null;
+}
+
+// A file the operator names or the server wrote: refused at start, never generated over.
+export class MasterKeyMissingError extends Error {}
+
+export const masterKeyPath = (dataDir: string): string => join(dataDir, "master.key");
+// The new key of a re-wrap, before it replaces master.key.
+export const stagedMasterKeyPath = (dataDir: string): string => join(dataDir, "master.key.new");
 
 function decode(text: string, origin: string): Uint8Array {
   const bytes = Buffer.from(text.trim(), "base64");
@@ -11,21 +44,83 @@ function decode(text: string, origin: string): Uint8Array {
   return bytes;
 }
 
-// The master key comes from the environment, a file the operator names, or, on the embedded default's first
-// start, a new random file in the data directory readable by the server's user only.
-export function loadMasterKey(opts: { masterKey: string; masterKeyFile: string; dataDir: string }, logger: Logger): MasterKey {
-  if (opts.masterKey !== "") return new MasterKey(decode(opts.masterKey, "MASTER_KEY"));
+// The 32 bytes of a key file: raw, or base64 with or without a line end.
+export function readMasterKeyMaterial(path: string): Uint8Array {
+  const raw = readFileSync(path);
+  return raw.length === 32 ? raw : decode(raw.toString("utf8"), path);
+}
+
+// The form in which key files are written.
+export const masterKeyFileText = (material: Uint8Array): string => Buffer.from(material).toString("base64") + "\n";
+
+// The master key as configured, with the data directory's own file settled first. Does not check it against the
+// store: loadMasterKey and the re-wrap command do.
+export function resolveMasterKey(opts: MasterKeySettings, store: MasterKeyStore, notices: MasterKeyNotices): ResolvedMasterKey {
+  if (opts.masterKey !== "") return { key: new MasterKey(decode(opts.masterKey, "MASTER_KEY")), origin: "MASTER_KEY", ownFile: null };
   if (opts.masterKeyFile !== "") {
-    const raw = readFileSync(opts.masterKeyFile);
-    return new MasterKey(raw.length === 32 ? raw : decode(raw.toString("utf8"), opts.masterKeyFile));
+    return { key: new MasterKey(readMasterKeyMaterial(opts.masterKeyFile)), origin: opts.masterKeyFile, ownFile: null };
   }
-  const path = join(opts.dataDir, "master.key");
+  const path = masterKeyPath(opts.dataDir);
+  settleStagedKey(opts.dataDir, store, notices);
   if (!existsSync(path)) {
-    mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
-    writeFileSync(path, randomBytes(32).toString("base64") + "\n", { mode: 0o600, flag: "wx" });
-    logger.warn({ path }, "created a new master key; back it up: without it no stored key can be used");
+    const recorded = store.readMasterKeyCheck();
+    if (recorded !== null || store.holdsKeys()) {
+      const id = recorded === null ? "" : ` (key id ${recorded.keyId})`;
+      throw new MasterKeyMissingError(
+        `the master key file ${path} is missing, but the data directory ${opts.dataDir} holds keys wrapped under a ` +
+          `master key${id}; no new one was generated, since it could not unwrap them. Restore master.key from your ` +
+          `backup, or configure the original key with MASTER_KEY_FILE or MASTER_KEY`,
+      );
+    }
+    mkdirSync(opts.dataDir, { recursive: true, mode: 0o700 });
+    const material = randomBytes(32);
+    // Never over a key another process has just generated (two first starts at once): that one fails with EEXIST.
+    createFileAtomically(path, masterKeyFileText(material));
+    material.fill(0);
+    notices.warn({ path }, "created a new master key; back it up: without it no stored key can be used");
   } else {
     restrictToOwner(path);
   }
-  return new MasterKey(decode(readFileSync(path, "utf8"), path));
+  return { key: new MasterKey(readMasterKeyMaterial(path)), origin: path, ownFile: path };
+}
+
+// A re-wrap interrupted between staging master.key.new and renaming it over master.key leaves both files. The check
+// value stored with the data tells which key the data is under: that one stays as master.key, the other goes. If
+// neither fits, both are left for the operator and the check that follows refuses to start.
+function settleStagedKey(dataDir: string, store: MasterKeyStore, notices: MasterKeyNotices): void {
+  const path = masterKeyPath(dataDir);
+  const staged = stagedMasterKeyPath(dataDir);
+  // A staged key whose write never finished: it never wrapped anything.
+  if (existsSync(`${staged}.tmp`)) removeDurably(`${staged}.tmp`);
+  if (!existsSync(staged)) return;
+  restrictToOwner(staged);
+  const fits = (file: string): boolean => {
+    try {
+      return !isRefusal(judgeMasterKey(new MasterKey(readMasterKeyMaterial(file)), store));
+    } catch {
+      return false;
+    }
+  };
+  if (existsSync(path) && fits(path)) {
+    removeDurably(staged);
+    notices.warn({ path, discarded: staged }, "an interrupted master key re-wrap had not committed: the data is still under master.key; discarded master.key.new");
+  } else if (fits(staged)) {
+    renameDurably(staged, path);
+    const keyId = masterKeyCheck(new MasterKey(readMasterKeyMaterial(path))).keyId;
+    notices.warn({ path, keyId }, "finished an interrupted master key re-wrap: the data is under master.key.new, which now replaces master.key");
+  }
+}
+
+// The master key the server runs with: resolved as above, then checked against the data directory (start-up
+// refuses a key the data was not written with, before anything listens).
+export function loadMasterKey(opts: MasterKeySettings, store: MasterKeyStore, notices: MasterKeyNotices): MasterKey {
+  const resolved = resolveMasterKey(opts, store, notices);
+  const verdict = requireMatchingMasterKey(resolved.key, store, { origin: resolved.origin, dataDir: opts.dataDir }, Date.now());
+  if (verdict.kind === "unwraps") {
+    notices.info(
+      { keyId: masterKeyCheck(resolved.key).keyId },
+      "recorded the master key's check value: this data directory now refuses to start with any other master key",
+    );
+  }
+  return resolved.key;
 }

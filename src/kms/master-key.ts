@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, createSecretKey, randomBytes } from "node:crypto";
+import { createCipheriv, createDecipheriv, createHmac, createSecretKey, randomBytes } from "node:crypto";
 import type { KeyObject } from "node:crypto";
 
 const NONCE_BYTES = 12;
@@ -30,5 +30,11 @@ export class MasterKey {
     decipher.setAuthTag(wrapped.subarray(n - TAG_BYTES));
     // A failure here means the master key is wrong or storage was altered: a server fault, not the caller's.
     return Buffer.concat([decipher.update(wrapped.subarray(NONCE_BYTES, n - TAG_BYTES)), decipher.final()]);
+  }
+
+  // HMAC-SHA256 of `data` under the master key: how the check value stored with the data is made
+  // (master-key-check.ts). It tells whether a key is the right one without storing anything of the key itself.
+  mac(data: Uint8Array): Buffer {
+    return createHmac("sha256", this.key).update(data).digest();
   }
 }

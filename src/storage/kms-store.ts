@@ -31,3 +31,39 @@ export interface KmsStore {
   keysWithDueRotation(now: number, limit: number): Promise<string[]>;
   close(): Promise<void>;
 }
+
+// The check value of the master key the stored material is wrapped under (src/kms/master-key-check.ts): never
+// the key itself, only a MAC of a constant under it and a short identifier derived from that MAC.
+export interface MasterKeyCheckRecord {
+  scheme: string;
+  keyId: string;
+  checkValue: Uint8Array;
+}
+
+// One stored, not yet erased, wrapped key material and the row it belongs to (its additional data).
+export interface WrappedMaterial {
+  keyId: string;
+  versionId: number;
+  wrappedMaterial: Uint8Array;
+}
+
+// What the store keeps about the master key, and the one write that touches every wrapped material.
+//
+// Synchronous, unlike KmsStore: it runs at start-up inside build(), which is synchronous and must refuse a wrong
+// master key before anything listens, and in the re-wrap command. A store whose driver is asynchronous (PostgreSQL)
+// would check before build() instead; see docs/master-key-check.md.
+export interface MasterKeyStore {
+  readMasterKeyCheck(): MasterKeyCheckRecord | null;
+  // Records the check value if none is recorded yet; an existing one is left as it is.
+  recordMasterKeyCheck(check: MasterKeyCheckRecord, now: number): void;
+  // Whether any key was ever created, whatever its state: a store that never held one is the only kind for which a
+  // new master key may be generated.
+  holdsKeys(): boolean;
+  // Any one stored wrapped material, or null if there is none.
+  anyWrappedMaterial(): WrappedMaterial | null;
+  countWrappedMaterial(): number;
+  // In ONE transaction: replaces every stored wrapped material with what `rewrap` returns for it (in primary key
+  // order) and the check value with `check`. `rewrap` throwing aborts the whole transaction. Returns how many
+  // materials were re-wrapped.
+  rewrapAll(rewrap: (material: WrappedMaterial) => Uint8Array, check: MasterKeyCheckRecord, now: number): number;
+}

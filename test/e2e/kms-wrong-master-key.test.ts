@@ -1,30 +1,29 @@
 import { afterAll, describe, expect, it } from "vitest";
+import { masterKeyCheck } from "../../src/kms/master-key-check.js";
+import { MasterKey } from "../../src/kms/master-key.js";
 import { FakeClock } from "../support/fake-clock.js";
-import { createKmsClient, failureOf } from "../support/kms-clients.js";
-import type { KmsClient, KmsFailure } from "../support/kms-clients.js";
+import { createKmsClient } from "../support/kms-clients.js";
+import type { KmsClient } from "../support/kms-clients.js";
 import { startServer } from "../support/server.js";
 import type { TestServer } from "../support/server.js";
 import { storeSnapshot } from "../support/store-snapshot.js";
 import { tempDir } from "../support/temp-dir.js";
 
-// A server restarted on its data directory with another master key cannot unwrap any stored material. Every call
-// that needs it answers INTERNAL (a server fault) and commits nothing, rotation and the sweeper included; back on
-// the right master key everything works as if the misconfigured run had never happened.
+// A server restarted on its data directory with another master key does not start: the check value stored with the
+// data names the key it was written with (docs/master-key-check.md). Nothing runs under the wrong key, so nothing
+// is written, rotated or swept; back on the right master key everything works as if the attempt had never happened.
+// The same refusal through a real process (exit code, stderr, MASTER_KEY_FILE, a missing master.key, a store from
+// before check values): test/e2e/master-key-startup.test.ts. What each call does if material still fails to unwrap
+// (a store altered behind the server's back): test/unit/key-manager-failed-writes.test.ts.
 
 const KEY_A = Buffer.alloc(32, 1).toString("base64");
 const KEY_B = Buffer.alloc(32, 2).toString("base64");
+const keyId = (base64: string) => masterKeyCheck(new MasterKey(Buffer.from(base64, "base64"))).keyId;
 const HOUR_MS = 3600 * 1000;
 // The sweeper runs only when the test says so, and destruction and rotation come due within the test.
 const settings = { DESTROY_GRACE_SECONDS: "60", MIN_ROTATION_SECONDS: "60", SWEEP_INTERVAL_SECONDS: "86400" };
 
 const text = (bytes: Uint8Array) => Buffer.from(bytes).toString();
-
-// INTERNAL with nothing of the cause (a GCM authentication failure) in the message.
-function expectServerFault(failure: KmsFailure): void {
-  expect(failure.code).toBe(13);
-  expect(failure.httpStatus).toBe(500);
-  expect(failure.message).not.toMatch(/authenticat|decipher|unsupported state|master/i);
-}
 
 describe("a server restarted with the wrong master key", () => {
   const dir = tempDir();
@@ -32,21 +31,26 @@ describe("a server restarted with the wrong master key", () => {
   let server: TestServer | undefined;
   let kms: KmsClient | undefined;
 
-  async function restart(masterKey: string): Promise<KmsClient> {
+  async function stop(): Promise<void> {
     await kms?.close();
     await server?.stop();
+    kms = undefined;
+    server = undefined;
+  }
+
+  async function restart(masterKey: string): Promise<KmsClient> {
+    await stop();
     server = await startServer({ dataDir: dir.path, clock, env: { ...settings, MASTER_KEY: masterKey } });
     kms = createKmsClient("rest", server.url);
     return kms;
   }
 
   afterAll(async () => {
-    await kms?.close();
-    await server?.stop();
+    await stop();
     dir.remove();
   });
 
-  it("commits nothing, and the right master key finds every key as it was", async () => {
+  it("refuses to start, commits nothing, and the right master key finds every key as it was", async () => {
     let client = await restart(KEY_A);
     const plain = await client.createKey({ parentId: "wmk" });
     const plainId = plain.id!;
@@ -57,24 +61,20 @@ describe("a server restarted with the wrong master key", () => {
     const destroying = (await client.createKey({ parentId: "wmk" })).id!;
     await client.createVersion(destroying);
     await client.destroyVersion(destroying, 2);
-    // Destroyed as a whole and one version restored: no version is ENABLED, so nothing of it is unwrapped to
-    // answer a call, yet a new version must still be refused under the wrong master key.
+    // Destroyed as a whole and one version restored: no version is ENABLED.
     const restored = (await client.createKey({ parentId: "wmk" })).id!;
     await client.destroyKey(restored);
     await client.restoreVersion(restored, 1);
-    // Rotation and destruction are due from here on.
+    await stop();
+    // Rotation and destruction are due from here on: a server that started would do both at its first sweep.
     clock.advance(HOUR_MS);
 
-    client = await restart(KEY_B);
     const before = storeSnapshot(dir.path);
-    expectServerFault(await failureOf(client.createVersion(plainId)));
-    expectServerFault(await failureOf(client.createVersion(restored)));
-    expectServerFault(await failureOf(client.disableVersion(twoVersions, 2)));
-    expectServerFault(await failureOf(client.setPrimary(twoVersions, 2)));
-    expectServerFault(await failureOf(client.updateKey(plainId, { description: "changed under B" }, ["description"])));
-    expectServerFault(await failureOf(client.decrypt({ keyId: plainId, ciphertext: sealed.ciphertext })));
-    await server!.app.sweeper.runOnce();
-    expect(server!.logs()).toContain("key sweep failed");
+    await expect(restart(KEY_B)).rejects.toThrow(
+      `the master key from MASTER_KEY (key id ${keyId(KEY_B)}) does not match the one the data directory ${dir.path} ` +
+        `was written with (key id ${keyId(KEY_A)}, from the check value stored with the data); nothing was changed`,
+    );
+    expect(server).toBeUndefined();
     expect(storeSnapshot(dir.path)).toEqual(before);
 
     client = await restart(KEY_A);

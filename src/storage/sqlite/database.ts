@@ -1,8 +1,10 @@
-import { mkdirSync } from "node:fs";
+import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { createPrivateFile, restrictToOwner } from "../../shared/private-file.js";
 import { migrate } from "./migrations.js";
+
+const DATABASE_FILE = "cloudplane.db";
 
 // Opens (creating if needed) the embedded database in the data directory. WAL with synchronous=FULL: every
 // acknowledged write is on disk, so it survives kill -9 and a power cut alike; readers never block the writer.
@@ -11,16 +13,60 @@ import { migrate } from "./migrations.js";
 // main file is created 0600 before SQLite opens it (an empty file is an empty database), and the other two follow.
 export function openDatabase(dataDir: string): Database.Database {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-  const path = join(dataDir, "cloudplane.db");
+  const path = join(dataDir, DATABASE_FILE);
   createPrivateFile(path);
   // Left behind by a crash of a version that did not restrict them; SQLite reuses them as they are.
   restrictToOwner(`${path}-wal`);
   restrictToOwner(`${path}-shm`);
   const db = new Database(path);
-  db.pragma("journal_mode = WAL");
-  db.pragma("synchronous = FULL");
-  db.pragma("foreign_keys = ON");
+  try {
+    configure(db);
+  } catch (err) {
+    db.close();
+    // Only a connection in EXCLUSIVE locking mode refuses this one, and only an operator command opens one.
+    if ((err as { code?: string }).code === "SQLITE_BUSY") {
+      throw new DatabaseInUseError(`${path} is locked by an operator command (npm run rewrap-master-key?): start the server when it has finished`);
+    }
+    throw err;
+  }
   db.pragma("busy_timeout = 5000");
   migrate(db);
   return db;
+}
+
+export class DatabaseInUseError extends Error {}
+
+// Opens the existing database of the data directory for an operator command that must be its only user (the master
+// key re-wrap). The connection takes an exclusive lock on the file at its first access and keeps it until it is
+// closed (EXCLUSIVE locking mode, which in WAL mode also does without the shared-memory index). Every open connection
+// in WAL mode holds a shared lock on the file, so this fails at once while a server has the directory open, and a
+// server started meanwhile waits its busy timeout and fails to start. The lock is the kernel's: a command killed with
+// SIGKILL leaves none behind.
+export function openDatabaseExclusively(dataDir: string): Database.Database {
+  const path = join(dataDir, DATABASE_FILE);
+  if (!existsSync(path)) throw new Error(`${path} does not exist: ${dataDir} is not a data directory of cloudplane`);
+  restrictToOwner(path);
+  restrictToOwner(`${path}-wal`);
+  restrictToOwner(`${path}-shm`);
+  const db = new Database(path, { fileMustExist: true });
+  db.pragma("locking_mode = EXCLUSIVE");
+  db.pragma("busy_timeout = 0");
+  try {
+    db.exec("BEGIN EXCLUSIVE; COMMIT");
+  } catch (err) {
+    db.close();
+    if ((err as { code?: string }).code === "SQLITE_BUSY") {
+      throw new DatabaseInUseError(`${path} is in use (a server or another command has it open): stop it first`);
+    }
+    throw err;
+  }
+  configure(db);
+  migrate(db);
+  return db;
+}
+
+function configure(db: Database.Database): void {
+  db.pragma("journal_mode = WAL");
+  db.pragma("synchronous = FULL");
+  db.pragma("foreign_keys = ON");
 }

@@ -89,6 +89,21 @@ const migrations: { version: number; sql: string }[] = [
       CREATE INDEX compute_simulated_nodes_by_cluster ON compute_simulated_nodes (cluster_id);
     `,
   },
+  {
+    // The check value of the master key the stored material is wrapped under (src/kms/master-key-check.ts): at
+    // most one row. A store created before this migration gets it at its next start, once the configured master key
+    // has been shown to unwrap a stored material.
+    version: 3,
+    sql: `
+      CREATE TABLE kms_master_key (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        scheme TEXT NOT NULL,
+        key_id TEXT NOT NULL,
+        check_value BLOB NOT NULL,
+        recorded_at INTEGER NOT NULL
+      ) STRICT;
+    `,
+  },
 ];
 
 export function migrate(db: Database.Database): void {

@@ -2,7 +2,7 @@ import type Database from "better-sqlite3";
 import { alreadyExists } from "../../errors/domain-error.js";
 import { mergeVersions } from "../../kms/model.js";
 import type { Algorithm, CryptoKeyRecord, CryptoKeyVersionRecord, KeyAggregate, VersionState } from "../../kms/model.js";
-import type { KeyMutation, KeyPage, KmsStore } from "../kms-store.js";
+import type { KeyMutation, KeyPage, KmsStore, MasterKeyCheckRecord, MasterKeyStore, WrappedMaterial } from "../kms-store.js";
 
 interface KeyRow {
   id: string;
@@ -29,6 +29,23 @@ interface VersionRow {
   destroy_at: number | null;
   wrapped_material: Buffer | null;
 }
+
+interface MasterKeyRow {
+  scheme: string;
+  key_id: string;
+  check_value: Buffer;
+}
+
+interface WrappedRow {
+  key_id: string;
+  id: number;
+  wrapped_material: Buffer;
+}
+
+const wrappedFromRow = (r: WrappedRow): WrappedMaterial => ({ keyId: r.key_id, versionId: r.id, wrappedMaterial: r.wrapped_material });
+
+// Re-wrapping reads the materials in pages, since better-sqlite3 runs no write while a read is still iterating.
+const REWRAP_PAGE = 500;
 
 function keyFromRow(r: KeyRow): CryptoKeyRecord {
   return {
@@ -90,9 +107,13 @@ function versionParams(v: CryptoKeyVersionRecord) {
   };
 }
 
+function checkParams(check: MasterKeyCheckRecord, now: number) {
+  return { scheme: check.scheme, key_id: check.keyId, check_value: Buffer.from(check.checkValue), recorded_at: now };
+}
+
 // better-sqlite3 is synchronous, so each method runs to completion without interleaving; transactions make
 // the multi-row writes atomic and durable before the promise resolves.
-export class SqliteKmsStore implements KmsStore {
+export class SqliteKmsStore implements KmsStore, MasterKeyStore {
   private readonly stmt;
 
   constructor(private readonly db: Database.Database) {
@@ -130,6 +151,22 @@ export class SqliteKmsStore implements KmsStore {
       dueRotation: db.prepare(
         `SELECT id FROM kms_keys WHERE next_rotation_at IS NOT NULL AND next_rotation_at <= ? AND gone_at IS NULL LIMIT ?`,
       ),
+      getMasterKeyCheck: db.prepare("SELECT scheme, key_id, check_value FROM kms_master_key WHERE id = 1"),
+      insertMasterKeyCheck: db.prepare(
+        `INSERT INTO kms_master_key VALUES (1, @scheme, @key_id, @check_value, @recorded_at) ON CONFLICT (id) DO NOTHING`,
+      ),
+      replaceMasterKeyCheck: db.prepare(
+        `INSERT INTO kms_master_key VALUES (1, @scheme, @key_id, @check_value, @recorded_at) ON CONFLICT (id) DO UPDATE SET
+           scheme = excluded.scheme, key_id = excluded.key_id, check_value = excluded.check_value, recorded_at = excluded.recorded_at`,
+      ),
+      anyKey: db.prepare("SELECT 1 FROM kms_keys LIMIT 1"),
+      anyWrapped: db.prepare("SELECT key_id, id, wrapped_material FROM kms_versions WHERE wrapped_material IS NOT NULL LIMIT 1"),
+      countWrapped: db.prepare("SELECT count(*) FROM kms_versions WHERE wrapped_material IS NOT NULL"),
+      wrappedPage: db.prepare(
+        `SELECT key_id, id, wrapped_material FROM kms_versions WHERE wrapped_material IS NOT NULL AND (key_id, id) > (?, ?)
+         ORDER BY key_id, id LIMIT ?`,
+      ),
+      setWrapped: db.prepare("UPDATE kms_versions SET wrapped_material = ? WHERE key_id = ? AND id = ?"),
     };
   }
 
@@ -199,6 +236,49 @@ export class SqliteKmsStore implements KmsStore {
 
   async keysWithDueRotation(now: number, limit: number): Promise<string[]> {
     return this.stmt.dueRotation.pluck().all(now, limit) as string[];
+  }
+
+  readMasterKeyCheck(): MasterKeyCheckRecord | null {
+    const row = this.stmt.getMasterKeyCheck.get() as MasterKeyRow | undefined;
+    return row === undefined ? null : { scheme: row.scheme, keyId: row.key_id, checkValue: row.check_value };
+  }
+
+  recordMasterKeyCheck(check: MasterKeyCheckRecord, now: number): void {
+    this.stmt.insertMasterKeyCheck.run(checkParams(check, now));
+  }
+
+  holdsKeys(): boolean {
+    return this.stmt.anyKey.get() !== undefined;
+  }
+
+  anyWrappedMaterial(): WrappedMaterial | null {
+    const row = this.stmt.anyWrapped.get() as WrappedRow | undefined;
+    return row === undefined ? null : wrappedFromRow(row);
+  }
+
+  countWrappedMaterial(): number {
+    return this.stmt.countWrapped.pluck().get() as number;
+  }
+
+  rewrapAll(rewrap: (material: WrappedMaterial) => Uint8Array, check: MasterKeyCheckRecord, now: number): number {
+    return this.db
+      .transaction(() => {
+        let done = 0;
+        let after: [string, number] = ["", -1];
+        for (;;) {
+          const rows = this.stmt.wrappedPage.all(after[0], after[1], REWRAP_PAGE) as WrappedRow[];
+          for (const row of rows) {
+            this.stmt.setWrapped.run(Buffer.from(rewrap(wrappedFromRow(row))), row.key_id, row.id);
+            done++;
+          }
+          const last = rows[rows.length - 1];
+          if (rows.length < REWRAP_PAGE || last === undefined) break;
+          after = [last.key_id, last.id];
+        }
+        this.stmt.replaceMasterKeyCheck.run(checkParams(check, now));
+        return done;
+      })
+      .immediate();
   }
 
   async close(): Promise<void> {

@@ -1,0 +1,135 @@
+import { randomBytes } from "node:crypto";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { masterKeyCheck } from "../../src/kms/master-key-check.js";
+import { MasterKey } from "../../src/kms/master-key.js";
+import { openAll, ownKeyFiles, rewrapKilledAt, runRewrap, sealSome, startExpectingRefusal } from "../support/master-key-processes.js";
+import { spawnServer } from "../support/server.js";
+import { storeSnapshot } from "../support/store-snapshot.js";
+import { tempDir } from "../support/temp-dir.js";
+
+// `npm run rewrap-master-key` moves every stored material to a new master key (docs/master-key-check.md). Real
+// processes throughout: the server as an operator starts it, the command, and SIGKILL at each of its steps, after
+// which the server must start on its own with exactly one of the two keys and decrypt every ciphertext made before.
+
+const ownLayout = { MASTER_KEY: "" };
+const keyIdOf = (material: Buffer): string => masterKeyCheck(new MasterKey(material)).keyId;
+const fileText = (material: Buffer): string => material.toString("base64") + "\n";
+const plaintexts = (sealed: { plaintext: string }[]) => [...sealed, ...sealed].map((s) => s.plaintext);
+// The rows of key management (a running server's compute worker keeps writing its heartbeat).
+function kmsRows(dataDir: string) {
+  const { kms_keys, kms_versions, kms_master_key } = storeSnapshot(dataDir);
+  return { kms_keys, kms_versions, kms_master_key };
+}
+
+describe("re-wrapping the data under a new master key", () => {
+  const dir = tempDir();
+  afterAll(() => dir.remove());
+
+  // A new key in a file of the test directory, raw or base64 as an operator might write it.
+  function newKeyFile(name: string, raw = false): { path: string; material: Buffer } {
+    const material = randomBytes(32);
+    const path = join(dir.path, name);
+    writeFileSync(path, raw ? material : fileText(material), { mode: 0o600 });
+    return { path, material };
+  }
+
+  it("with <data-dir>/master.key: refused while the server runs; then done, and the new key opens every ciphertext", async () => {
+    const dataDir = join(dir.path, "own");
+    let server = await spawnServer({ dataDir, env: ownLayout });
+    const sealed = await sealSome(server.url, 4, "rest");
+    const [oldText] = ownKeyFiles(dataDir);
+    const next = newKeyFile("own-new.key", true);
+
+    const before = kmsRows(dataDir);
+    const busy = await runRewrap(dataDir, next.path);
+    expect(busy.code).toBe(1);
+    expect(busy.stderr).toBe(`rewrap-master-key failed: ${join(dataDir, "cloudplane.db")} is in use (a server or another command has it open): stop it first\n`);
+    expect(kmsRows(dataDir)).toEqual(before);
+    expect(ownKeyFiles(dataDir)).toEqual([oldText, null]);
+    await server.kill("SIGTERM");
+
+    const done = await runRewrap(dataDir, next.path);
+    expect(done.stderr).toBe("");
+    expect(done.code).toBe(0);
+    const oldId = keyIdOf(Buffer.from(oldText!, "base64"));
+    const newId = keyIdOf(next.material);
+    expect(done.stdout.trim().split("\n")).toEqual([
+      `data directory: ${dataDir} (held exclusively until done)`,
+      `current master key: ${join(dataDir, "master.key")} (key id ${oldId}), matches the data`,
+      `new master key: ${next.path} (key id ${newId})`,
+      `wrote the new key to ${join(dataDir, "master.key.new")}`,
+      `re-wrapped 12 key material(s) under key id ${newId} and recorded its check value, in one transaction`,
+      `replaced ${join(dataDir, "master.key")} with the new key (key id ${newId}); back it up, the old key no longer opens this data`,
+      `done: 12 key material(s) moved from key id ${oldId} to key id ${newId}`,
+    ]);
+    expect(ownKeyFiles(dataDir)).toEqual([fileText(next.material), null]);
+
+    server = await spawnServer({ dataDir, env: ownLayout });
+    try {
+      expect(await openAll(server.url, sealed)).toEqual(plaintexts(sealed));
+    } finally {
+      await server.kill("SIGTERM");
+    }
+    const old = await startExpectingRefusal(dataDir, { MASTER_KEY: oldText!.trim() });
+    expect(old.stderr).toContain(`(key id ${oldId}) does not match the one the data directory ${dataDir} was written with (key id ${newId},`);
+  });
+
+  it("with MASTER_KEY_FILE: re-wraps the data and leaves switching the setting to the operator", async () => {
+    const dataDir = join(dir.path, "named");
+    const current = newKeyFile("named-current.key");
+    const next = newKeyFile("named-new.key");
+    let server = await spawnServer({ dataDir, env: { MASTER_KEY: "", MASTER_KEY_FILE: current.path } });
+    const sealed = await sealSome(server.url, 2);
+    await server.kill("SIGTERM");
+
+    const done = await runRewrap(dataDir, next.path, { MASTER_KEY_FILE: current.path });
+    expect(done.code).toBe(0);
+    expect(done.stdout).toContain(`start the server with it (MASTER_KEY_FILE=${next.path}, or its base64 in MASTER_KEY) instead of ${current.path}`);
+    expect(ownKeyFiles(dataDir)).toEqual([null, null]);
+
+    expect((await startExpectingRefusal(dataDir, { MASTER_KEY_FILE: current.path })).code).toBe(1);
+    server = await spawnServer({ dataDir, env: { MASTER_KEY: "", MASTER_KEY_FILE: next.path } });
+    try {
+      expect(await openAll(server.url, sealed)).toEqual(plaintexts(sealed));
+    } finally {
+      await server.kill("SIGTERM");
+    }
+  });
+
+  it("killed with SIGKILL at any step: the server starts with exactly one of the two keys and every ciphertext decrypts", async () => {
+    const dataDir = join(dir.path, "killed");
+    let server = await spawnServer({ dataDir, env: ownLayout });
+    const sealed = await sealSome(server.url, 6);
+    await server.kill("SIGTERM");
+    let current: Buffer = Buffer.from(ownKeyFiles(dataDir)[0]!, "base64");
+
+    // Before the commit the data stays under the current key; from the commit on it is under the new one.
+    const steps = [
+      { step: "verified", committed: false },
+      { step: "new-key-staged", committed: false },
+      { step: "rewrapping", committed: false },
+      { step: "committed", committed: true },
+      { step: "key-replaced", committed: true },
+    ];
+    for (const { step, committed } of steps) {
+      const next = newKeyFile(`killed-${step}.key`);
+      const killed = await rewrapKilledAt(dataDir, next.path, step);
+      expect(killed.stderr).toBe(`paused at ${step}\n`);
+      const expected = committed ? next.material : current;
+      const other = committed ? current : next.material;
+
+      server = await spawnServer({ dataDir, env: ownLayout });
+      try {
+        expect(ownKeyFiles(dataDir), step).toEqual([fileText(expected), null]);
+        expect(await openAll(server.url, sealed), step).toEqual(plaintexts(sealed));
+      } finally {
+        await server.kill("SIGTERM");
+      }
+      const refused = await startExpectingRefusal(dataDir, { MASTER_KEY: other.toString("base64") });
+      expect(refused.stderr, step).toContain(`was written with (key id ${keyIdOf(expected)},`);
+      current = expected;
+    }
+  }, 180_000);
+});
