@@ -33,6 +33,9 @@ const specs = {
   idleTimeoutSeconds: { flag: "idle-timeout-seconds", env: "IDLE_TIMEOUT_SECONDS", description: "an HTTP/1.1 keep-alive connection or HTTP/2 session with no traffic for this long is closed (HTTP/2: GOAWAY, calls in flight finish)", default: "60" },
   maxConnections: { flag: "max-connections", env: "MAX_CONNECTIONS", description: "open connections the server accepts at once; more are closed on arrival", default: "10000" },
   http2MaxStreams: { flag: "http2-max-streams", env: "HTTP2_MAX_STREAMS", description: "concurrent streams (calls) one HTTP/2 connection may have open", default: "128" },
+  maxCallSeconds: { flag: "max-call-seconds", env: "MAX_CALL_SECONDS", description: "longest time a call may run, whatever deadline its caller set (calls that wait by design, such as WaitTask and health Watch, are held only to their caller's deadline); then it is answered DEADLINE_EXCEEDED", default: "60" },
+  callPath: { flag: "call-path", env: "CALL_PATH", description: "direct: gRPC unary and REST calls go straight into the call pipeline; connect: every call goes through connect-node, the reference implementation the direct adapters are checked against", default: "direct" },
+  pipelineStages: { flag: "pipeline-stages", env: "PIPELINE_STAGES", description: "all; or none, for benchmarks only: calls run without the pipeline's stages (no request ids, deadlines or credentials), to measure what they cost", default: "all" },
 } satisfies Record<string, SettingSpec>;
 
 export interface Config {
@@ -58,6 +61,9 @@ export interface Config {
   idleTimeoutMs: number;
   maxConnections: number;
   http2MaxStreams: number;
+  maxCallMs: number;
+  callPath: "direct" | "connect";
+  pipelineStages: "all" | "none";
 }
 
 export class ConfigError extends Error {}
@@ -70,6 +76,12 @@ function integer(name: keyof typeof specs, raw: string, min: number, max: number
     throw new ConfigError(`--${specs[name].flag} (${specs[name].env}) must be an integer from ${min} to ${max}, got "${raw}"`);
   }
   return n;
+}
+
+function oneOf<T extends string>(name: keyof typeof specs, raw: string, values: readonly T[]): T {
+  const found = values.find((v) => v === raw);
+  if (found === undefined) throw new ConfigError(`--${specs[name].flag} (${specs[name].env}) must be one of ${values.join(", ")}, got "${raw}"`);
+  return found;
 }
 
 export function helpText(): string {
@@ -96,6 +108,8 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config | "he
   if (Number(raw("headersTimeoutSeconds")) > Number(raw("requestTimeoutSeconds"))) {
     throw new ConfigError("--headers-timeout-seconds must not be longer than --request-timeout-seconds: a request's head is part of the request");
   }
+  const callPath = oneOf("callPath", raw("callPath"), ["direct", "connect"] as const);
+  const pipelineStages = oneOf("pipelineStages", raw("pipelineStages"), ["all", "none"] as const);
   return {
     port: integer("port", raw("port"), 0, 65535),
     host: raw("host"),
@@ -119,5 +133,8 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config | "he
     idleTimeoutMs: integer("idleTimeoutSeconds", raw("idleTimeoutSeconds"), 1, 24 * 3600) * 1000,
     maxConnections: integer("maxConnections", raw("maxConnections"), 1, 1_000_000),
     http2MaxStreams: integer("http2MaxStreams", raw("http2MaxStreams"), 1, 10_000),
+    maxCallMs: integer("maxCallSeconds", raw("maxCallSeconds"), 1, 24 * 3600) * 1000,
+    callPath,
+    pipelineStages,
   };
 }

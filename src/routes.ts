@@ -1,11 +1,15 @@
 import type { DescService } from "@bufbuild/protobuf";
-import type { ConnectRouter, ServiceImpl } from "@connectrpc/connect";
+import type { ConnectRouter } from "@connectrpc/connect";
 import { KeyManagerService } from "../gen/kms/v1/kms_pb.js";
 import { NodePoolService } from "../gen/compute/cluster/v1/node_pool_pb.js";
 import { TaskService } from "../gen/compute/cluster/v1/task_pb.js";
 import { Health } from "../gen/grpc/health/v1/health_pb.js";
 import { ServerReflection as ServerReflectionV1 } from "../gen/grpc/reflection/v1/reflection_pb.js";
 import { ServerReflection as ServerReflectionV1alpha } from "../gen/grpc/reflection/v1alpha/reflection_pb.js";
+import { servedService } from "./pipeline/handlers.js";
+import type { ServedService, ServiceHandlers } from "./pipeline/handlers.js";
+import type { MethodTable } from "./pipeline/method-table.js";
+import { connectImplOf } from "./transport/connect/connect-services.js";
 import { createHealthService } from "./transport/grpc/health-service.js";
 import type { HealthStatus } from "./transport/grpc/health-service.js";
 import { createReflectionServices } from "./transport/grpc/reflection-service.js";
@@ -13,29 +17,41 @@ import { createReflectionServices } from "./transport/grpc/reflection-service.js
 // The product's services: served on every protocol, REST included.
 export const apiServices: DescService[] = [KeyManagerService, NodePoolService, TaskService];
 
-// Calls that stay open (health watches, reflection streams): they do not hold up a graceful shutdown.
-export const longLivedPaths = new Set([
-  `/${Health.typeName}/Watch`,
-  `/${ServerReflectionV1.typeName}/ServerReflectionInfo`,
-  `/${ServerReflectionV1alpha.typeName}/ServerReflectionInfo`,
-]);
+// gRPC's own services, which only Connect serves (their calls still run through the pipeline, by its
+// interceptor).
+export const infrastructureServices: DescService[] = [Health, ServerReflectionV1, ServerReflectionV1alpha];
 
-export interface ServiceImpls {
-  kms: ServiceImpl<typeof KeyManagerService>;
-  nodePools: ServiceImpl<typeof NodePoolService>;
-  tasks: ServiceImpl<typeof TaskService>;
-  health: HealthStatus;
+export interface ServiceHandlerSet {
+  kms: ServiceHandlers<typeof KeyManagerService>;
+  nodePools: ServiceHandlers<typeof NodePoolService>;
+  tasks: ServiceHandlers<typeof TaskService>;
+}
+
+export function servedServices(handlers: ServiceHandlerSet): ServedService[] {
+  return [
+    servedService(KeyManagerService, handlers.kms),
+    servedService(NodePoolService, handlers.nodePools),
+    servedService(TaskService, handlers.tasks),
+  ];
+}
+
+// Calls that stay open by design (streams whose policy says long_running: health watches, reflection): they do
+// not hold up a graceful shutdown, nor are they held to the time a request has to arrive.
+export function longLivedPaths(table: MethodTable): Set<string> {
+  const paths = new Set<string>();
+  for (const entry of table.entries()) {
+    if (entry.policy.longRunning && entry.method.methodKind !== "unary") paths.add(entry.path);
+  }
+  return paths;
 }
 
 // Registers every service on the router in one place.
-export function registerRoutes(router: ConnectRouter, impls: ServiceImpls): void {
-  router.service(KeyManagerService, impls.kms);
-  router.service(NodePoolService, impls.nodePools);
-  router.service(TaskService, impls.tasks);
-  const reflection = createReflectionServices([...apiServices, Health, ServerReflectionV1, ServerReflectionV1alpha]);
-  router.service(Health, createHealthService(impls.health));
+export function registerRoutes(router: ConnectRouter, served: readonly ServedService[], health: HealthStatus): void {
+  for (const s of served) router.service(s.service, connectImplOf(s) as never);
+  const reflection = createReflectionServices([...apiServices, ...infrastructureServices]);
+  router.service(Health, createHealthService(health));
   router.service(ServerReflectionV1, reflection.v1);
   router.service(ServerReflectionV1alpha, reflection.v1alpha);
   // Health reports every service the router serves, named by its descriptor.
-  impls.health.register(router.handlers.map((handler) => handler.service));
+  health.register(router.handlers.map((handler) => handler.service));
 }

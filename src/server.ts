@@ -8,23 +8,25 @@ import type { Logger } from "pino";
 import { loadCatalog } from "./compute/catalog/load-catalog.js";
 import { computeJsonRegistry, createComputeModule } from "./compute/compute-module.js";
 import type { Config } from "./config.js";
-import { cryptoFastMethods } from "./kms/crypto-fast-path.js";
 import { createCryptoHandlers } from "./kms/crypto-handlers.js";
 import { KeyCache } from "./kms/key-cache.js";
 import { KeyManager } from "./kms/key-manager.js";
+import { cryptoEncoders } from "./kms/crypto-encoders.js";
 import { createKmsService } from "./kms/kms-service.js";
 import { loadMasterKey } from "./kms/master-key-source.js";
 import { Sweeper } from "./kms/sweeper.js";
-import { apiServices, longLivedPaths, registerRoutes } from "./routes.js";
+import { MethodTable } from "./pipeline/method-table.js";
+import type { Stage } from "./pipeline/stage.js";
+import { pipelineStages } from "./pipeline/stages.js";
+import { infrastructureServices, longLivedPaths, registerRoutes, servedServices } from "./routes.js";
 import type { Clock } from "./shared/clock.js";
 import { systemClock } from "./shared/clock.js";
 import { openDatabase } from "./storage/sqlite/database.js";
 import { SqliteKmsStore } from "./storage/sqlite/sqlite-kms-store.js";
 import { applyCors } from "./transport/cors.js";
 import { HealthStatus } from "./transport/grpc/health-service.js";
-import { UnaryFastPath } from "./transport/grpc/unary-fast-path.js";
-import { createConnectAdapter } from "./transport/connect-adapter.js";
-import { callInterceptor } from "./transport/interceptors.js";
+import { GrpcUnaryAdapter } from "./transport/grpc/grpc-unary-adapter.js";
+import { createConnectAdapter } from "./transport/connect/connect-adapter.js";
 import { createCleartextListener } from "./transport/listener.js";
 import { releaseUnreadBody } from "./transport/unread-body.js";
 import { applyHttp1Limits, closeWhenIdle, http1Options } from "./transport/connection-limits.js";
@@ -32,6 +34,7 @@ import type { ConnectionLimits } from "./transport/connection-limits.js";
 import { limitRequestTime } from "./transport/request-timeout.js";
 import { countPeerResets } from "./transport/reset-flood.js";
 import { createRestHandler } from "./transport/rest/rest-handler.js";
+import { RouteTable } from "./transport/rest/route-table.js";
 
 export const MAX_REQUEST_BYTES = 4 * 1024 * 1024;
 
@@ -50,6 +53,8 @@ export interface App {
 
 export interface BuildOptions {
   clock?: Clock;
+  // Tests only: stages added to the end of the pipeline (a probe that records every call).
+  extraStages?: Stage[];
 }
 
 type Req = NodeRequest;
@@ -66,7 +71,6 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
     destroyGraceMs: config.destroyGraceMs,
   });
   const crypto = createCryptoHandlers(manager);
-  const fastPath = new UnaryFastPath(cryptoFastMethods(crypto), logger, MAX_REQUEST_BYTES);
   const sweeper = new Sweeper(manager, config.sweepIntervalMs, logger);
   const health = new HealthStatus();
   const shutdown = new AbortController();
@@ -81,15 +85,27 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
     taskConcurrency: config.taskConcurrency,
   });
 
+  // Every call of every protocol runs through these stages (src/pipeline/stages.ts).
+  const served = servedServices({
+    kms: createKmsService(manager, crypto, clock, { minRotationMs: config.minRotationMs }),
+    nodePools: compute.nodePoolService,
+    tasks: compute.taskService,
+  });
+  if (config.pipelineStages === "none") logger.warn("PIPELINE_STAGES=none: calls run without request ids, deadlines or credentials; for benchmarks only");
+  const stages = pipelineStages({
+    logger,
+    maxCallMs: config.maxCallMs,
+    withoutStages: config.pipelineStages === "none",
+    extra: options.extraStages ?? [],
+  });
+  const table = new MethodTable(served, infrastructureServices, stages);
+  const longLived = longLivedPaths(table);
+  const direct = config.callPath === "direct";
+  const grpc = direct ? new GrpcUnaryAdapter(table, cryptoEncoders(table), logger, MAX_REQUEST_BYTES) : null;
+
   const connect = createConnectAdapter({
-    routes: (r) =>
-      registerRoutes(r, {
-        kms: createKmsService(manager, crypto, clock, { minRotationMs: config.minRotationMs }),
-        nodePools: compute.nodePoolService,
-        tasks: compute.taskService,
-        health,
-      }),
-    interceptors: [callInterceptor(logger)],
+    table,
+    routes: (r) => registerRoutes(r, served, health),
     // Connect JSON needs the types packed into google.protobuf.Any (task metadata, response, error details).
     jsonOptions: { registry: computeJsonRegistry },
     readMaxBytes: MAX_REQUEST_BYTES,
@@ -98,10 +114,10 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
     logger,
   });
   const rest = createRestHandler({
-    services: apiServices,
-    handlers: connect.handlers,
+    routes: new RouteTable(table),
     maxBodyBytes: MAX_REQUEST_BYTES,
-    onInternalError: (err, requestId) => logger.error({ requestId, err }, "REST request failed with an internal error"),
+    logger,
+    viaConnect: direct ? null : connect.handlers,
   });
 
   let accepting = true;
@@ -133,7 +149,7 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
     try {
       if (applyCors(config.corsAllowedOrigins, req, res)) return;
       releaseUnreadBody(req, res, MAX_REQUEST_BYTES);
-      if (!longLivedPaths.has(req.url ?? "")) track(res);
+      if (!longLived.has(req.url ?? "")) track(res);
       connect.handle(req, res);
     } catch (err) {
       dropAfterFault(err, () => res.destroy());
@@ -152,9 +168,9 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
   }
 
   // Node's HTTP/2 compatibility layer turns every stream into request and response objects through its own
-  // "stream" listener. Fast-path streams are served before that, so they never pay for those objects; every
+  // "stream" listener. gRPC unary streams are served before that, so they never pay for those objects; every
   // other stream goes on to Node's listener unchanged.
-  function serveFastPathFirst(server: http2.Http2Server | http2.Http2SecureServer): void {
+  function serveGrpcUnaryFirst(server: http2.Http2Server | http2.Http2SecureServer): void {
     const compat = server.listeners("stream") as ((...args: unknown[]) => void)[];
     server.removeAllListeners("stream");
     // Node emits "stream" with exactly these four arguments; naming them spares a rest array per call.
@@ -162,8 +178,8 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
       // Reset by the peer before Node announced it (rapid reset): nothing to serve.
       if (stream.destroyed) return;
       try {
-        if (!longLivedPaths.has(headers[":path"] ?? "")) limitRequestTime(stream, config.requestTimeoutMs);
-        if (fastPath.tryServe(stream, headers)) {
+        if (!longLived.has(headers[":path"] ?? "")) limitRequestTime(stream, config.requestTimeoutMs);
+        if (grpc?.tryServe(stream, headers) === true) {
           track(stream);
           return;
         }
@@ -197,7 +213,7 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
     );
     applyHttp1Limits(secure, limits);
     secure.on("session", trackSession);
-    serveFastPathFirst(secure);
+    serveGrpcUnaryFirst(secure);
     secure.on("connection", (socket: net.Socket) => {
       sockets.add(socket);
       socket.once("close", () => sockets.delete(socket));
@@ -210,7 +226,7 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
     h1.emit("listening");
     const h2 = http2.createServer({ settings: h2Settings }, handle);
     h2.on("session", trackSession);
-    serveFastPathFirst(h2);
+    serveGrpcUnaryFirst(h2);
     server = createCleartextListener(h1, h2, sockets, {
       firstBytesTimeoutMs: limits.headersTimeoutMs,
       maxConnections: limits.maxConnections,

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { createRegistry } from "@bufbuild/protobuf";
 import type { Registry } from "@bufbuild/protobuf";
-import type { ServiceImpl } from "@connectrpc/connect";
+import type { ServiceHandlers } from "../pipeline/handlers.js";
 import type Database from "better-sqlite3";
 import type { Logger } from "pino";
 import { file_compute_cluster_v1_node_pool } from "../../gen/compute/cluster/v1/node_pool_pb.js";
@@ -38,8 +38,8 @@ export interface ComputeModuleDeps {
 }
 
 export interface ComputeModule {
-  nodePoolService: ServiceImpl<typeof NodePoolService>;
-  taskService: ServiceImpl<typeof TaskService>;
+  nodePoolService: ServiceHandlers<typeof NodePoolService>;
+  taskService: ServiceHandlers<typeof TaskService>;
   // Starts the worker, which first resumes the tasks left unfinished by an earlier run.
   start(): void;
   // Answers every WaitTask at once, stops taking tasks, and waits for the running ones to reach a safe point;

@@ -42,6 +42,9 @@ export type DomainErrorKind =
   | (ErrorBase & { code: "failed_precondition"; violations: PreconditionViolation[] })
   | (ErrorBase & { code: "resource_exhausted"; violations: QuotaViolation[]; retryAfterSeconds?: number })
   | (ErrorBase & { code: "unavailable"; retryAfterSeconds: number })
+  | (ErrorBase & { code: "deadline_exceeded" })
+  // A refusal by the rules of a protocol, with the code the protocol gives it (src/errors/protocol-errors.ts).
+  | (ErrorBase & { code: "protocol"; grpcCode: number })
   | (ErrorBase & { code: "unauthenticated" })
   | (ErrorBase & { code: "permission_denied" })
   | (ErrorBase & { code: "unimplemented" });

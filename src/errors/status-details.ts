@@ -10,7 +10,7 @@ import {
   RetryInfoSchema,
 } from "../../gen/google/rpc/error_details_pb.js";
 import type { DomainError, DomainErrorKind } from "./domain-error.js";
-import type { Reason } from "./reasons.js";
+import type { ErrorDomain } from "./reasons.js";
 
 // One detail of a google.rpc.Status before packing: the shape ConnectError takes, and the shape to-status.ts packs
 // into google.protobuf.Any.
@@ -26,13 +26,14 @@ export interface StatusParts {
   details: StatusDetail[];
 }
 
-const codes: Record<DomainErrorKind["code"], Code> = {
+const codes: Record<Exclude<DomainErrorKind["code"], "protocol">, Code> = {
   invalid_argument: Code.InvalidArgument,
   not_found: Code.NotFound,
   already_exists: Code.AlreadyExists,
   failed_precondition: Code.FailedPrecondition,
   resource_exhausted: Code.ResourceExhausted,
   unavailable: Code.Unavailable,
+  deadline_exceeded: Code.DeadlineExceeded,
   unauthenticated: Code.Unauthenticated,
   permission_denied: Code.PermissionDenied,
   unimplemented: Code.Unimplemented,
@@ -73,6 +74,9 @@ export function statusPartsOf(error: DomainError): StatusParts {
     case "unavailable":
       details.push({ desc: RetryInfoSchema, value: { retryDelay: durationFromMs(d.retryAfterSeconds * 1000) } });
       break;
+    case "protocol":
+      return { code: d.grpcCode, message: d.message, details };
+    case "deadline_exceeded":
     case "unauthenticated":
     case "permission_denied":
     case "unimplemented":
@@ -83,30 +87,10 @@ export function statusPartsOf(error: DomainError): StatusParts {
 
 // A fault of ours: the caller learns only that it happened and what to quote (`metadata` holds that reference, a
 // request id or a task id); the cause goes to the log where the fault was caught.
-export function internalStatusParts(message: string, metadata: Record<string, string>): StatusParts {
+export function internalStatusParts(domain: ErrorDomain, message: string, metadata: Record<string, string>): StatusParts {
   return {
     code: Code.Internal,
     message,
-    details: [{ desc: ErrorInfoSchema, value: { reason: "INTERNAL", domain: "cloudplane", metadata } }],
+    details: [{ desc: ErrorInfoSchema, value: { reason: "INTERNAL", domain, metadata } }],
   };
-}
-
-// Errors that Connect's protocol layer raises on its own, before any handler of ours runs (an undecodable or
-// oversized message, an unknown compression, a unary call without its one message, a passed deadline). Connect's
-// message says what was wrong; the reason follows from the code, as nothing else is known about the error.
-const protocolReasons: Partial<Record<Code, Reason>> = {
-  [Code.InvalidArgument]: "MALFORMED_BODY",
-  [Code.ResourceExhausted]: "REQUEST_TOO_LARGE",
-  [Code.DeadlineExceeded]: "DEADLINE_EXCEEDED",
-};
-
-export function protocolStatusParts(code: Code, message: string): StatusParts {
-  const reason = protocolReasons[code] ?? (code === Code.Internal ? "INTERNAL" : "PROTOCOL_ERROR");
-  const details: StatusDetail[] = [{ desc: ErrorInfoSchema, value: { reason, domain: "cloudplane", metadata: {} } }];
-  if (code === Code.InvalidArgument) {
-    details.push({ desc: BadRequestSchema, value: { fieldViolations: [{ field: "", description: message }] } });
-  } else if (code === Code.ResourceExhausted) {
-    details.push({ desc: QuotaFailureSchema, value: { violations: [{ subject: "request", description: message }] } });
-  }
-  return { code, message, details };
 }

@@ -3,6 +3,7 @@ import { anyPack } from "@bufbuild/protobuf/wkt";
 import { StatusSchema } from "../../gen/google/rpc/status_pb.js";
 import type { Status } from "../../gen/google/rpc/status_pb.js";
 import type { DomainError } from "./domain-error.js";
+import type { ErrorDomain } from "./reasons.js";
 import { internalStatusParts, statusPartsOf } from "./status-details.js";
 import type { StatusParts } from "./status-details.js";
 
@@ -13,11 +14,11 @@ export function domainErrorToStatus(error: DomainError): Status {
 }
 
 // An INTERNAL status that names what to quote when reporting it; the cause is logged where it was caught.
-export function internalStatus(message: string, metadata: Record<string, string>): Status {
-  return statusOf(internalStatusParts(message, metadata));
+export function internalStatus(domain: ErrorDomain, message: string, metadata: Record<string, string>): Status {
+  return statusOf(internalStatusParts(domain, message, metadata));
 }
 
-function statusOf(parts: StatusParts): Status {
+export function statusOf(parts: StatusParts): Status {
   return create(StatusSchema, {
     code: parts.code,
     message: parts.message,

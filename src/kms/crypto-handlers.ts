@@ -1,6 +1,5 @@
 import type { DecryptRequest, EncryptRequest } from "../../gen/kms/v1/kms_pb.js";
 import { MAX_ID_CHARS } from "../errors/violation-list.js";
-import type { VersionKey } from "./ciphertext.js";
 import type { KeyManager } from "./key-manager.js";
 import { MAX_DATA_BYTES, Violations, checkData, checkKeyId, checkVersionId } from "./request-validation.js";
 
@@ -19,23 +18,14 @@ export interface DecryptResult {
 }
 
 export interface CryptoHandlers {
-  // Checks an Encrypt request and finds the version it seals with, for a caller that writes the ciphertext
-  // itself: the gRPC fast path seals straight into its response frame.
-  sealingKey(req: EncryptRequest): MaybePromise<VersionKey>;
   encrypt(req: EncryptRequest): MaybePromise<EncryptResult>;
   decrypt(req: DecryptRequest): MaybePromise<DecryptResult>;
 }
 
-// Encrypt and Decrypt as plain functions of the request, shared by the Connect service and the gRPC fast path
-// (src/transport/grpc/unary-fast-path.ts), so both apply the very same checks. On a cache hit they return
-// synchronously, and the checks are plain comparisons that build violations only when something is wrong.
+// Encrypt and Decrypt as plain functions of the request. On a cache hit they return synchronously (which the
+// call pipeline keeps so), and the checks are plain comparisons that build violations only when something is wrong.
 export function createCryptoHandlers(manager: KeyManager): CryptoHandlers {
   return {
-    sealingKey(req) {
-      checkEncrypt(req);
-      return manager.sealingKey(req.keyId, req.keyVersionId);
-    },
-
     encrypt(req) {
       checkEncrypt(req);
       const sealed = manager.encrypt(req.keyId, req.keyVersionId, req.plaintext, req.additionalAuthenticatedData);

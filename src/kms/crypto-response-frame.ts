@@ -1,10 +1,22 @@
-// EncryptResponse and DecryptResponse share one wire layout: key_id (1, string), key_version_id (2, int32) and
-// the payload (3, bytes: ciphertext or plaintext). The gRPC fast path writes that message and its 5-byte gRPC
-// envelope into one buffer sized up front, where the general encoder would grow its buffer through several
-// copies of a 64 KiB payload and then copy it once more into the frame; Encrypt even seals straight into it. test/unit/crypto-response-frame.test.ts
-// checks the bytes against protobuf-es's toBinary.
+import type { DescField, DescMessage } from "@bufbuild/protobuf";
+import { ScalarType } from "@bufbuild/protobuf";
+
+// EncryptResponse and DecryptResponse are an id (string), a version number (int32) and a payload (bytes:
+// ciphertext or plaintext) that can be 4 MiB. The gRPC adapter writes them and their 5-byte gRPC envelope into
+// one buffer sized up front, where the general encoder would grow its buffer through several copies of the
+// payload and then copy it once more into the frame. The field numbers come from the schema, and `frameLayout`
+// refuses at start-up a message that has any other field, so a field added to the proto can never be silently
+// dropped. test/unit/crypto-response-frame.test.ts checks the bytes against protobuf-es's toBinary.
 
 const ENVELOPE_BYTES = 5;
+const WIRE_VARINT = 0;
+const WIRE_LENGTH_DELIMITED = 2;
+
+export interface FrameLayout {
+  readonly idTag: Buffer;
+  readonly versionTag: Buffer;
+  readonly payloadTag: Buffer;
+}
 
 function varintSize(n: number): number {
   let size = 1;
@@ -24,38 +36,63 @@ function writeVarint(buf: Buffer, at: number, n: number): number {
   return at;
 }
 
-// The frame with everything but the payload written; the payload (the last field) goes into its last
-// `payloadLength` bytes, so a caller can write it there directly. Fields at their default value are left out, as
-// proto3 encoders do. keyVersionId is at least 1 here (the handlers reject anything else), so it never needs the
-// ten-byte encoding of a negative int32.
-export function cryptoResponseFrame(keyId: string, keyVersionId: number, payloadLength: number): Buffer {
-  const idBytes = Buffer.byteLength(keyId);
+function tag(field: DescField, wireType: number): Buffer {
+  const key = field.number * 8 + wireType;
+  const out = Buffer.alloc(varintSize(key));
+  writeVarint(out, 0, key);
+  return out;
+}
+
+function scalarField(message: DescMessage, localName: string, scalar: ScalarType): DescField {
+  const field = message.fields.find((f) => f.localName === localName);
+  if (field === undefined || field.fieldKind !== "scalar" || field.scalar !== scalar) {
+    throw new Error(`${message.typeName}.${localName} must be a singular ${ScalarType[scalar]} field for its gRPC frame encoder`);
+  }
+  return field;
+}
+
+// The layout of a message of exactly these three fields, in this order of field numbers (the order toBinary
+// writes them in, and the payload last, so that it can be written into the tail of the frame).
+export function frameLayout(message: DescMessage, id: string, version: string, payload: string): FrameLayout {
+  const fields = [scalarField(message, id, ScalarType.STRING), scalarField(message, version, ScalarType.INT32), scalarField(message, payload, ScalarType.BYTES)];
+  if (message.fields.length !== fields.length) {
+    throw new Error(`${message.typeName} has fields its gRPC frame encoder does not write; extend src/kms/crypto-response-frame.ts`);
+  }
+  if (!(fields[0]!.number < fields[1]!.number && fields[1]!.number < fields[2]!.number)) {
+    throw new Error(`${message.typeName}: its gRPC frame encoder expects ${id} < ${version} < ${payload} by field number`);
+  }
+  return {
+    idTag: tag(fields[0]!, WIRE_LENGTH_DELIMITED),
+    versionTag: tag(fields[1]!, WIRE_VARINT),
+    payloadTag: tag(fields[2]!, WIRE_LENGTH_DELIMITED),
+  };
+}
+
+// The whole frame. Fields at their default value are left out, as proto3 encoders do. The version is at least 1
+// here (the handlers reject anything else), so it never needs the ten-byte encoding of a negative int32.
+export function frameResponse(layout: FrameLayout, id: string, version: number, payload: Uint8Array): Buffer {
+  const idBytes = Buffer.byteLength(id);
   let size = 0;
-  if (idBytes > 0) size += 1 + varintSize(idBytes) + idBytes;
-  if (keyVersionId !== 0) size += 1 + varintSize(keyVersionId);
-  if (payloadLength > 0) size += 1 + varintSize(payloadLength) + payloadLength;
+  if (idBytes > 0) size += layout.idTag.length + varintSize(idBytes) + idBytes;
+  if (version !== 0) size += layout.versionTag.length + varintSize(version);
+  if (payload.length > 0) size += layout.payloadTag.length + varintSize(payload.length) + payload.length;
   const frame = Buffer.allocUnsafe(ENVELOPE_BYTES + size);
   frame[0] = 0;
   frame.writeUInt32BE(size, 1);
   let at = ENVELOPE_BYTES;
   if (idBytes > 0) {
-    frame[at++] = 0x0a;
+    at += layout.idTag.copy(frame, at);
     at = writeVarint(frame, at, idBytes);
-    at += frame.write(keyId, at, "utf8");
+    at += frame.write(id, at, "utf8");
   }
-  if (keyVersionId !== 0) {
-    frame[at++] = 0x10;
-    at = writeVarint(frame, at, keyVersionId);
+  if (version !== 0) {
+    at += layout.versionTag.copy(frame, at);
+    at = writeVarint(frame, at, version);
   }
-  if (payloadLength > 0) {
-    frame[at++] = 0x1a;
-    writeVarint(frame, at, payloadLength);
+  if (payload.length > 0) {
+    at += layout.payloadTag.copy(frame, at);
+    at = writeVarint(frame, at, payload.length);
+    frame.set(payload, at);
   }
-  return frame;
-}
-
-export function frameCryptoResponse(keyId: string, keyVersionId: number, payload: Uint8Array): Buffer {
-  const frame = cryptoResponseFrame(keyId, keyVersionId, payload.length);
-  frame.set(payload, frame.length - payload.length);
   return frame;
 }

@@ -1,8 +1,7 @@
 import { timestampMs } from "@bufbuild/protobuf/wkt";
-import type { ServiceImpl } from "@connectrpc/connect";
+import type { ServiceHandlers } from "../pipeline/handlers.js";
 import type { KeyManagerService } from "../../gen/kms/v1/kms_pb.js";
 import type { Clock } from "../shared/clock.js";
-import { principalKey } from "../transport/context.js";
 import type { CryptoHandlers } from "./crypto-handlers.js";
 import type { KeyChanges, KeyManager } from "./key-manager.js";
 import {
@@ -31,7 +30,7 @@ export function createKmsService(
   crypto: CryptoHandlers,
   clock: Clock,
   settings: KmsServiceSettings,
-): ServiceImpl<typeof KeyManagerService> {
+): ServiceHandlers<typeof KeyManagerService> {
   function versionTarget(req: { keyId: string; keyVersionId: number }): void {
     const v = new Violations();
     checkKeyId(v, "keyId", req.keyId);
@@ -53,7 +52,7 @@ export function createKmsService(
       return { keys: keys.map((k) => keyToProto(k, now)) };
     },
 
-    async createCryptoKey(req, context) {
+    async createCryptoKey(req, call) {
       const v = new Violations();
       checkParentId(v, req.parentId);
       checkName(v, "name", req.name);
@@ -69,7 +68,7 @@ export function createKmsService(
         labels: req.labels,
         rotationPeriodMs,
         defaultAlgorithm: algorithm ?? "AES_256",
-        owner: context.values.get(principalKey),
+        owner: call.principal,
       });
       return keyToProto(view, clock.now());
     },

@@ -1,5 +1,5 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import type { Compression } from "@connectrpc/connect/protocol";
+import type { Compression } from "./connect/connect-internals.js";
 import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
 
 // The request compressions the server accepts: connect-node's gzip and brotli, except that data which does not

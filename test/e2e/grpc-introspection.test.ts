@@ -16,10 +16,11 @@ import { ServerReflection as ServerReflectionV1 } from "../../gen/grpc/reflectio
 import { ServerReflection as ServerReflectionV1alpha } from "../../gen/grpc/reflection/v1alpha/reflection_pb.js";
 import { KeyManagerService } from "../../gen/kms/v1/kms_pb.js";
 import { createLogger } from "../../src/logger.js";
-import { createConnectAdapter } from "../../src/transport/connect-adapter.js";
+import { MethodTable } from "../../src/pipeline/method-table.js";
+import { pipelineStages } from "../../src/pipeline/stages.js";
+import { createConnectAdapter } from "../../src/transport/connect/connect-adapter.js";
 import { createHealthService, HealthStatus } from "../../src/transport/grpc/health-service.js";
 import { createReflectionServices } from "../../src/transport/grpc/reflection-service.js";
-import { callInterceptor } from "../../src/transport/interceptors.js";
 import { startServer as startApp } from "../support/server.js";
 import type { TestServer as App } from "../support/server.js";
 
@@ -86,11 +87,14 @@ async function startServer(): Promise<TestServer> {
     router.service(ServerReflectionV1alpha, reflection.v1alpha);
   };
   const logger = createLogger("silent");
+  const stages = pipelineStages({ logger, maxCallMs: 60_000, withoutStages: false, extra: [] });
+  const table = new MethodTable([], [KeyManagerService, Health, ServerReflectionV1, ServerReflectionV1alpha], stages);
   const connect = createConnectAdapter({
+    table,
     routes,
     shutdownSignal: shutdown.signal,
-    interceptors: [callInterceptor(logger)],
     jsonOptions: {},
+    readMaxBytes: 4 * 1024 * 1024,
     fallback: (_req, res) => {
       res.writeHead(404);
       res.end();

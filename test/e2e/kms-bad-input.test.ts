@@ -254,31 +254,31 @@ const cases: Case[] = [
     name: "malformed JSON",
     only: "rest",
     call: ({ url, fx }) => raw(url, "POST", "/v1/encrypt", { body: `{"keyId": "${fx.keyId}", "keyVersionId": 1, "plaintext": "${CANARY_B64}"` }),
-    code: 3, http: 400, reason: "MALFORMED_BODY", domain: "cloudplane",
+    code: 3, http: 400, reason: "MALFORMED_BODY", domain: "kms",
   },
   {
     name: "unknown JSON field",
     only: "rest",
     call: ({ url, fx }) => raw(url, "POST", "/v1/encrypt", { body: { keyId: fx.keyId, keyVersionId: 1, plaintext: CANARY_B64, secretNote: CANARY } }),
-    code: 3, http: 400, reason: "UNKNOWN_FIELD", domain: "cloudplane", field: "secretNote",
+    code: 3, http: 400, reason: "UNKNOWN_FIELD", domain: "kms", field: "secretNote",
   },
   {
     name: "unknown nested JSON field",
     only: "rest",
     call: ({ url, fx }) => raw(url, "PATCH", `/v1/keys/${fx.keyId}`, { body: { key: { nmae: "typo" }, updateMask: "name" } }),
-    code: 3, http: 400, reason: "UNKNOWN_FIELD", domain: "cloudplane", field: "key.nmae",
+    code: 3, http: 400, reason: "UNKNOWN_FIELD", domain: "kms", field: "key.nmae",
   },
   {
     name: "unknown query parameter",
     only: "rest",
     call: ({ url }) => raw(url, "GET", `/v1/keys?parentId=${NAMESPACE}&pageLimit=5`),
-    code: 3, http: 400, reason: "UNKNOWN_FIELD", domain: "cloudplane", field: "pageLimit",
+    code: 3, http: 400, reason: "UNKNOWN_FIELD", domain: "kms", field: "pageLimit",
   },
   {
     name: "key id in the body differing from the path",
     only: "rest",
     call: ({ url, fx }) => raw(url, "PATCH", `/v1/keys/${fx.keyId}`, { body: { key: { id: fx.foreignKeyId, name: "x" }, updateMask: "name" } }),
-    code: 3, http: 400, reason: "FIELD_MISMATCH", domain: "cloudplane", field: "key.id",
+    code: 3, http: 400, reason: "FIELD_MISMATCH", domain: "kms", field: "key.id",
   },
   {
     name: "body over 4 MiB",
@@ -287,7 +287,7 @@ const cases: Case[] = [
       raw(url, "POST", "/v1/encrypt", {
         body: JSON.stringify({ keyId: fx.keyId, keyVersionId: 1, plaintext: Buffer.alloc(4 * MIB, CANARY).toString("base64") }),
       }),
-    code: 8, http: 413, reason: "REQUEST_TOO_LARGE", domain: "cloudplane",
+    code: 8, http: 413, reason: "REQUEST_TOO_LARGE", domain: "kms",
   },
   {
     name: "wrong content type",
@@ -297,7 +297,7 @@ const cases: Case[] = [
         body: JSON.stringify({ keyId: fx.keyId, keyVersionId: 1, plaintext: CANARY_B64 }),
         contentType: "text/plain",
       }),
-    code: 3, http: 400, reason: "UNSUPPORTED_CONTENT_TYPE", domain: "cloudplane",
+    code: 3, http: 400, reason: "UNSUPPORTED_CONTENT_TYPE", domain: "kms",
   },
 ];
 

@@ -6,6 +6,7 @@ import { createLogger } from "../../src/logger.js";
 import { build } from "../../src/server.js";
 import type { App } from "../../src/server.js";
 import type { Clock } from "../../src/shared/clock.js";
+import type { Stage } from "../../src/pipeline/stage.js";
 import { tempDir } from "./temp-dir.js";
 
 // Settings every test server shares: a free port on loopback, a fixed master key, and the short minimums the
@@ -30,7 +31,9 @@ export interface TestServer {
 }
 
 // Builds the real server in this process on port 0; tests call it over real sockets.
-export async function startServer(opts: { env?: Record<string, string>; clock?: Clock; dataDir?: string } = {}): Promise<TestServer> {
+export async function startServer(
+  opts: { env?: Record<string, string>; clock?: Clock; dataDir?: string; stages?: Stage[] } = {},
+): Promise<TestServer> {
   const dir = opts.dataDir === undefined ? tempDir() : null;
   const dataDir = opts.dataDir ?? dir!.path;
   const config = loadConfig([], { ...testEnv, DATA_DIR: dataDir, ...opts.env });
@@ -42,7 +45,7 @@ export async function startServer(opts: { env?: Record<string, string>; clock?: 
       callback();
     },
   });
-  const app = build(config, createLogger(config.logLevel, sink), { clock: opts.clock });
+  const app = build(config, createLogger(config.logLevel, sink), { clock: opts.clock, extraStages: opts.stages });
   const port = await app.listen();
   return {
     url: `http://127.0.0.1:${port}`,

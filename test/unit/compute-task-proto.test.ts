@@ -9,7 +9,13 @@ import { computeFlavorUnavailable, nodeCapacityExhausted } from "../../src/compu
 import type { NodePoolRecord } from "../../src/compute/node-pools/node-pool-model.js";
 import type { TaskRecord } from "../../src/compute/tasks/task-model.js";
 import { taskToProto } from "../../src/compute/tasks/task-to-proto.js";
-import { domainErrorToConnectError } from "../../src/errors/to-connect-error.js";
+import type { DomainError } from "../../src/errors/domain-error.js";
+import { statusPartsOf } from "../../src/errors/status-details.js";
+import { toConnectError } from "../../src/errors/to-connect-error.js";
+import { CallError } from "../../src/pipeline/call-error.js";
+
+// A domain error as every adapter renders it.
+const domainErrorToConnectError = (error: DomainError) => toConnectError(new CallError(statusPartsOf(error), false), null);
 import { domainErrorToStatus } from "../../src/errors/to-status.js";
 import { toRestJson } from "../../src/transport/rest/json-any.js";
 
@@ -93,7 +99,7 @@ describe("taskToProto", () => {
     expect(proto.error?.code).toBe(13);
     expect(proto.error?.message).toBe("internal error while running task task-1; quote the task id when reporting it");
     const info = proto.error?.details[0];
-    expect(info && anyUnpack(info, ErrorInfoSchema)).toMatchObject({ reason: "INTERNAL", domain: "cloudplane", metadata: { taskId: "task-1" } });
+    expect(info && anyUnpack(info, ErrorInfoSchema)).toMatchObject({ reason: "INTERNAL", domain: "compute", metadata: { taskId: "task-1" } });
   });
 
   it("renders on REST with every Any as typeUrl and value", () => {

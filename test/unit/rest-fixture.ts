@@ -8,12 +8,14 @@ import {
   FieldDescriptorProto_Type,
   FileDescriptorProtoSchema,
   MethodOptionsSchema,
+  ServiceOptionsSchema,
   file_google_protobuf_any,
   file_google_protobuf_duration,
   file_google_protobuf_field_mask,
   file_google_protobuf_timestamp,
   file_google_protobuf_wrappers,
 } from "@bufbuild/protobuf/wkt";
+import { MethodPolicySchema, ServicePolicySchema, method_policy, service_policy } from "../../gen/cloudplane/api/v1/policy_pb.js";
 import { http } from "../../gen/google/api/annotations_pb.js";
 import { HttpRuleSchema } from "../../gen/google/api/http_pb.js";
 
@@ -50,9 +52,17 @@ function mapEntry(name: string, valueType: FieldDescriptorProto_Type, valueTypeN
   return { name, field: [field("key", 1, T.STRING), value], options: { mapEntry: true } };
 }
 
+// Every method of a served service declares its policy (src/pipeline/method-policy.ts).
 function rule(init: MessageInitShape<typeof HttpRuleSchema>) {
   const options = create(MethodOptionsSchema);
   setExtension(options, http, create(HttpRuleSchema, init));
+  setExtension(options, method_policy, create(MethodPolicySchema, { permission: "resttest.items.use" }));
+  return options;
+}
+
+function servicePolicy() {
+  const options = create(ServiceOptionsSchema);
+  setExtension(options, service_policy, create(ServicePolicySchema, { errorDomain: "cloudplane" }));
   return options;
 }
 
@@ -187,9 +197,9 @@ const registry = createFileRegistry(
     name: "resttest/v1/fixture.proto",
     package: "resttest.v1",
     syntax: "proto3",
-    dependency: wkt.map((f) => f.proto.name),
+    dependency: [...wkt.map((f) => f.proto.name)],
     messageType: messages,
-    service: [{ name: "ItemService", method: methods }],
+    service: [{ name: "ItemService", method: methods, options: servicePolicy() }],
   }),
   (name) => wkt.find((f) => f.proto.name === name),
 );

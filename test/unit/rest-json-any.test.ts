@@ -7,10 +7,17 @@ import { StatusSchema } from "../../gen/google/rpc/status_pb.js";
 import { BadRequestSchema, ErrorInfoSchema, RetryInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { CryptoKeySchema } from "../../gen/kms/v1/kms_pb.js";
 import { invalidArgument } from "../../src/errors/domain-error.js";
-import { domainErrorToConnectError } from "../../src/errors/to-connect-error.js";
+import type { DomainError } from "../../src/errors/domain-error.js";
+import { statusPartsOf } from "../../src/errors/status-details.js";
+import { toConnectError } from "../../src/errors/to-connect-error.js";
+import { CallError } from "../../src/pipeline/call-error.js";
+
+// A domain error as every adapter renders it.
+const domainErrorToConnectError = (error: DomainError) => toConnectError(new CallError(statusPartsOf(error), false), null);
 import { toRestJson } from "../../src/transport/rest/json-any.js";
 import { connectErrorToStatusJson, httpStatusOfError, retryAfterSeconds } from "../../src/transport/rest/status-json.js";
-import { methodNotAllowed, requestTooLarge } from "../../src/transport/rest/rest-errors.js";
+import { requestTooLarge } from "../../src/errors/protocol-errors.js";
+import { methodNotAllowed } from "../../src/transport/rest/rest-errors.js";
 import { schema } from "./rest-fixture.js";
 
 const info = create(ErrorInfoSchema, { reason: "CRYPTO_KEY_NOT_FOUND", domain: "kms", metadata: { keyId: "k1" } });
@@ -85,8 +92,8 @@ describe("connectErrorToStatusJson", () => {
   });
 
   test("413 and 405 for the REST layer's own reasons", () => {
-    expect(httpStatusOfError(domainErrorToConnectError(requestTooLarge(10)))).toBe(413);
-    expect(httpStatusOfError(domainErrorToConnectError(methodNotAllowed("PUT", "/v1/keys", ["GET"])))).toBe(405);
+    expect(httpStatusOfError(domainErrorToConnectError(requestTooLarge("kms", 10)))).toBe(413);
+    expect(httpStatusOfError(domainErrorToConnectError(methodNotAllowed("kms", "PUT", "/v1/keys", ["GET"])))).toBe(405);
     expect(httpStatusOfError(new ConnectError("x", Code.Unimplemented))).toBe(501);
   });
 

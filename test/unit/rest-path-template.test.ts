@@ -1,7 +1,8 @@
 import { describe, expect, test } from "vitest";
-import { DomainError } from "../../src/errors/domain-error.js";
+import { BadRequest } from "../../src/transport/rest/rest-errors.js";
 import { compareSpecificity, matchTemplate, parsePathTemplate, splitPath } from "../../src/transport/rest/path-template.js";
 import { RouteTable } from "../../src/transport/rest/route-table.js";
+import { methodTableOf } from "../support/method-table.js";
 import { KeyManagerService } from "../../gen/kms/v1/kms_pb.js";
 import { ItemService } from "./rest-fixture.js";
 
@@ -78,7 +79,7 @@ test("compareSpecificity puts literals before variables and verbs before none", 
 });
 
 describe("RouteTable", () => {
-  const table = new RouteTable([KeyManagerService, ItemService]);
+  const table = new RouteTable(methodTableOf([KeyManagerService, ItemService]));
 
   const found = (method: string, path: string) => {
     const r = table.lookup(method, path);
@@ -110,17 +111,17 @@ describe("RouteTable", () => {
   });
 
   test("a known path with another method lists the allowed ones", () => {
-    expect(table.lookup("PUT", "/v1/keys/k1")).toEqual({ kind: "method_not_allowed", allow: ["DELETE", "GET", "PATCH"] });
-    expect(table.lookup("GET", "/v1/encrypt")).toEqual({ kind: "method_not_allowed", allow: ["POST"] });
+    expect(table.lookup("PUT", "/v1/keys/k1")).toMatchObject({ kind: "method_not_allowed", allow: ["DELETE", "GET", "PATCH"] });
+    expect(table.lookup("GET", "/v1/encrypt")).toMatchObject({ kind: "method_not_allowed", allow: ["POST"], entry: { policy: { domain: "kms" } } });
     expect(table.lookup("GET", "/v1/nothing")).toEqual({ kind: "not_found" });
     expect(table.lookup("GET", "/")).toEqual({ kind: "not_found" });
   });
 
   test("a malformed escape is INVALID_ARGUMENT, not a fault", () => {
-    expect(() => table.lookup("GET", "/v1/keys/%ZZ")).toThrow(DomainError);
+    expect(() => table.lookup("GET", "/v1/keys/%ZZ")).toThrow(BadRequest);
   });
 
   test("start-up fails on bad annotations", () => {
-    expect(() => new RouteTable([KeyManagerService, KeyManagerService])).toThrow(/two methods are bound/);
+    expect(() => new RouteTable(methodTableOf([KeyManagerService, KeyManagerService]))).toThrow(/is served twice/);
   });
 });

@@ -1,13 +1,14 @@
 import { describe, expect, test } from "vitest";
 import { toJson } from "@bufbuild/protobuf";
 import type { JsonValue } from "@bufbuild/protobuf";
-import { DomainError } from "../../src/errors/domain-error.js";
 import { buildRequestMessage } from "../../src/transport/rest/request-builder.js";
 import { RouteTable } from "../../src/transport/rest/route-table.js";
+import { BadRequest } from "../../src/transport/rest/rest-errors.js";
+import { methodTableOf } from "../support/method-table.js";
 import { KeyManagerService } from "../../gen/kms/v1/kms_pb.js";
 import { ItemService } from "./rest-fixture.js";
 
-const table = new RouteTable([KeyManagerService, ItemService]);
+const table = new RouteTable(methodTableOf([KeyManagerService, ItemService]));
 
 interface Call {
   method: string;
@@ -40,8 +41,10 @@ function rejection(call: Call): { reason: string; field: string | undefined; mes
   try {
     build(call);
   } catch (e) {
-    if (!(e instanceof DomainError) || e.detail.code !== "invalid_argument") throw e;
-    return { reason: e.detail.reason, field: e.detail.violations[0]?.field, message: e.detail.message };
+    if (!(e instanceof BadRequest)) throw e;
+    const detail = e.toDomainError("kms").detail;
+    if (detail.code !== "invalid_argument") throw e;
+    return { reason: detail.reason, field: detail.violations[0]?.field, message: detail.message };
   }
   throw new Error("expected a rejection");
 }

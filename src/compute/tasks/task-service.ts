@@ -1,5 +1,5 @@
-import type { ServiceImpl } from "@connectrpc/connect";
 import type { Duration } from "@bufbuild/protobuf/wkt";
+import type { ServiceHandlers } from "../../pipeline/handlers.js";
 import type { TaskService } from "../../../gen/compute/cluster/v1/task_pb.js";
 import type { TaskManager } from "./task-manager.js";
 import { taskToProto } from "./task-to-proto.js";
@@ -9,7 +9,7 @@ function durationMs(d: Duration): number {
 }
 
 // The transport side of tasks: unpacks requests for the TaskManager and packs its records into messages.
-export function createTaskService(tasks: TaskManager): ServiceImpl<typeof TaskService> {
+export function createTaskService(tasks: TaskManager): ServiceHandlers<typeof TaskService> {
   return {
     async getTask(req) {
       return { task: taskToProto(await tasks.get(req.serviceInstanceId, req.taskId)) };
@@ -22,9 +22,9 @@ export function createTaskService(tasks: TaskManager): ServiceImpl<typeof TaskSe
     },
 
     // The call's signal ends the wait when the caller gives up or its deadline passes.
-    async waitTask(req, context) {
+    async waitTask(req, call) {
       const timeoutMs = req.timeout === undefined ? undefined : durationMs(req.timeout);
-      return { task: taskToProto(await tasks.wait(req.serviceInstanceId, req.taskId, timeoutMs, context.signal)) };
+      return { task: taskToProto(await tasks.wait(req.serviceInstanceId, req.taskId, timeoutMs, call.signal)) };
     },
   };
 }

@@ -29,5 +29,5 @@ export function taskToProto(t: TaskRecord): Task {
 // The same google.rpc.Status a call failing with this error would carry.
 function failureToStatus(taskId: string, failure: TaskFailure): Status {
   if (failure.kind === "domain") return domainErrorToStatus(new DomainError(failure.error));
-  return internalStatus(`internal error while running task ${taskId}; quote the task id when reporting it`, { taskId });
+  return internalStatus("compute", `internal error while running task ${taskId}; quote the task id when reporting it`, { taskId });
 }

@@ -1,5 +1,5 @@
 import { ConnectError } from "@connectrpc/connect";
-import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
+import { setTrailerStatus } from "../connect/connect-internals.js";
 
 // The status headers of a failed gRPC call: grpc-status, grpc-message and grpc-status-details-bin, built by
 // Connect's setTrailerStatus, except grpc-message, which is encoded as the gRPC spec has it (PROTOCOL-HTTP2.md,

@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders } from "node:http";
 import type { Readable } from "node:stream";
-import { requestTooLarge } from "./rest-errors.js";
+import { requestTooLarge } from "../../errors/protocol-errors.js";
+import type { ErrorDomain } from "../../errors/reasons.js";
 
 // The request went away before its body was complete; there is nobody to answer.
 export class ClientGoneError extends Error {
@@ -13,9 +14,9 @@ export class ClientGoneError extends Error {
 // Reads the whole body, but never more than maxBytes: a declared Content-Length over the limit fails before
 // reading anything, and a body that grows past it fails at the chunk that crosses it. The stream is then paused
 // and left unread, so nothing more is buffered.
-export function readBody(req: Readable & { headers: IncomingHttpHeaders }, maxBytes: number): Promise<Uint8Array> {
+export function readBody(req: Readable & { headers: IncomingHttpHeaders }, maxBytes: number, domain: ErrorDomain): Promise<Uint8Array> {
   const declared = Number(req.headers["content-length"]);
-  if (Number.isFinite(declared) && declared > maxBytes) return Promise.reject(requestTooLarge(maxBytes));
+  if (Number.isFinite(declared) && declared > maxBytes) return Promise.reject(requestTooLarge(domain, maxBytes));
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let total = 0;
@@ -31,7 +32,7 @@ export function readBody(req: Readable & { headers: IncomingHttpHeaders }, maxBy
       if (total > maxBytes) {
         cleanup();
         req.pause();
-        reject(requestTooLarge(maxBytes));
+        reject(requestTooLarge(domain, maxBytes));
         return;
       }
       chunks.push(buf);

@@ -1,11 +1,12 @@
 import { getOption } from "@bufbuild/protobuf";
-import type { DescField, DescMethod, DescService } from "@bufbuild/protobuf";
+import type { DescField, DescMethod } from "@bufbuild/protobuf";
 import { http } from "../../../gen/google/api/annotations_pb.js";
 import type { HttpRule } from "../../../gen/google/api/http_pb.js";
 import { compareSpecificity, matchTemplate, parsePathTemplate, splitPath } from "./path-template.js";
 import type { PathTemplate, SplitPath } from "./path-template.js";
 import { findField, isTextField, resolveFieldPath } from "./field-path.js";
 import type { FieldChain } from "./field-path.js";
+import type { MethodEntry, MethodTable } from "../../pipeline/method-table.js";
 import { badRequest } from "./rest-errors.js";
 
 export type UnaryMethod = DescMethod & { methodKind: "unary" };
@@ -17,6 +18,8 @@ export interface RestRoute {
   httpMethod: string;
   template: PathTemplate;
   method: UnaryMethod;
+  // The method's entry in the pipeline's table: its policy and its pipeline.
+  entry: MethodEntry;
   body: BodyBinding;
   // One per template variable, in the same order.
   pathFields: FieldChain[];
@@ -24,32 +27,31 @@ export interface RestRoute {
 
 export type RouteLookup =
   | { kind: "found"; route: RestRoute; pathValues: string[] }
-  | { kind: "method_not_allowed"; allow: string[] }
+  | { kind: "method_not_allowed"; allow: string[]; entry: MethodEntry }
   | { kind: "not_found" };
 
-// All REST routes of the given services, read from their google.api.http annotations (additional_bindings
+// All REST routes of the served methods, read from their google.api.http annotations (additional_bindings
 // included) once at start-up. Invalid annotations are programming errors and fail start-up.
 export class RouteTable {
   readonly routes: readonly RestRoute[];
 
-  constructor(services: readonly DescService[]) {
+  constructor(table: MethodTable) {
     const routes: RestRoute[] = [];
     const seen = new Set<string>();
-    for (const service of services) {
-      for (const method of service.methods) {
-        const rule = getOption(method, http);
-        if (rule.pattern.case === undefined) continue;
-        if (method.methodKind !== "unary") {
-          throw new Error(`${method.parent.typeName}.${method.name}: streaming methods have no REST mapping`);
-        }
-        for (const binding of [rule, ...rule.additionalBindings]) {
-          // DescMethod is not a discriminated union, so the check above does not narrow it.
-          const route = buildRoute(method as UnaryMethod, binding);
-          const key = `${route.httpMethod} ${route.template.source}`;
-          if (seen.has(key)) throw new Error(`two methods are bound to ${key}`);
-          seen.add(key);
-          routes.push(route);
-        }
+    for (const entry of table.entries()) {
+      const { method } = entry;
+      const rule = getOption(method, http);
+      if (rule.pattern.case === undefined) continue;
+      if (method.methodKind !== "unary" || entry.invoke === null) {
+        throw new Error(`${method.parent.typeName}.${method.name}: only unary methods with a handler have a REST mapping`);
+      }
+      for (const binding of [rule, ...rule.additionalBindings]) {
+        // DescMethod is not a discriminated union, so the check above does not narrow it.
+        const route = buildRoute(method as UnaryMethod, entry, binding);
+        const key = `${route.httpMethod} ${route.template.source}`;
+        if (seen.has(key)) throw new Error(`two methods are bound to ${key}`);
+        seen.add(key);
+        routes.push(route);
       }
     }
     // Stable sort: among equally specific templates the order of declaration decides.
@@ -60,6 +62,7 @@ export class RouteTable {
   lookup(httpMethod: string, path: string): RouteLookup {
     const split = parseRequestPath(path);
     const allow = new Set<string>();
+    let entry: MethodEntry | undefined;
     for (const route of this.routes) {
       const target = route.template.verb === undefined ? split.whole : split.verbs.get(route.template.verb);
       if (target === undefined) continue;
@@ -67,8 +70,9 @@ export class RouteTable {
       if (pathValues === undefined) continue;
       if (route.httpMethod === httpMethod) return { kind: "found", route, pathValues };
       allow.add(route.httpMethod);
+      entry ??= route.entry;
     }
-    return allow.size > 0 ? { kind: "method_not_allowed", allow: [...allow].sort() } : { kind: "not_found" };
+    return entry !== undefined ? { kind: "method_not_allowed", allow: [...allow].sort(), entry } : { kind: "not_found" };
   }
 }
 
@@ -89,7 +93,7 @@ function parseRequestPath(path: string): RequestPath {
   }
 }
 
-function buildRoute(method: UnaryMethod, rule: HttpRule): RestRoute {
+function buildRoute(method: UnaryMethod, entry: MethodEntry, rule: HttpRule): RestRoute {
   const where = `${method.parent.typeName}.${method.name}`;
   const { pattern } = rule;
   let httpMethod: string;
@@ -121,7 +125,7 @@ function buildRoute(method: UnaryMethod, rule: HttpRule): RestRoute {
     }
     return chain;
   });
-  return { httpMethod, template, method, body: bodyBinding(method, rule.body, where), pathFields };
+  return { httpMethod, template, method, entry, body: bodyBinding(method, rule.body, where), pathFields };
 }
 
 function bodyBinding(method: UnaryMethod, body: string, where: string): BodyBinding {

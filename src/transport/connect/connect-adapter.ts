@@ -1,16 +1,20 @@
 import type { JsonReadOptions, JsonWriteOptions } from "@bufbuild/protobuf";
 import { Code, ConnectError, createConnectRouter } from "@connectrpc/connect";
 import type { ConnectRouter, ConnectRouterOptions } from "@connectrpc/connect";
-import type { UniversalHandler } from "@connectrpc/connect/protocol";
 import { universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
 import type { Logger } from "pino";
-import type { NodeRequest, NodeResponse } from "./node-types.js";
-import { acceptedCompressions } from "./compression.js";
+import type { MethodTable } from "../../pipeline/method-table.js";
+import { acceptedCompressions } from "../compression.js";
+import type { NodeRequest, NodeResponse } from "../node-types.js";
+import type { UniversalHandler } from "./connect-internals.js";
 import { wrapHandler } from "./handler-wrapper.js";
+import { pipelineInterceptor } from "./pipeline-interceptor.js";
 
-export interface ConnectAdapterOptions extends ConnectRouterOptions {
+export interface ConnectAdapterOptions extends Omit<ConnectRouterOptions, "interceptors"> {
+  table: MethodTable;
   routes(router: ConnectRouter): void;
   jsonOptions: Partial<JsonReadOptions & JsonWriteOptions>;
+  readMaxBytes: number;
   // Requests for paths no handler serves (REST, probes).
   fallback(req: NodeRequest, res: NodeResponse): void;
   logger: Logger;
@@ -19,18 +23,22 @@ export interface ConnectAdapterOptions extends ConnectRouterOptions {
 export interface ConnectAdapter {
   // The Node request listener for every Connect-served call.
   handle(req: NodeRequest, res: NodeResponse): void;
-  // The same wrapped handlers, for the REST layer to call in-process.
+  // The same wrapped handlers, for the REST adapter to call in-process when every call goes through Connect.
   handlers: UniversalHandler[];
 }
 
-// What connect-node's connectNodeAdapter does (route by path, convert the Node request and response), with each
-// of the router's handlers wrapped by wrapHandler, so that request ids and complete errors hold for every
-// call, including the REST calls that go through the same handlers.
+// What connect-node's connectNodeAdapter does (route by path, convert the Node request and response), with the
+// pipeline interceptor on every call and each of the router's handlers wrapped by wrapHandler.
 export function createConnectAdapter(options: ConnectAdapterOptions): ConnectAdapter {
-  const { routes, fallback, logger, ...routerOptions } = options;
-  const router = createConnectRouter({ acceptCompression: acceptedCompressions, ...routerOptions });
+  const { routes, fallback, logger, table, ...routerOptions } = options;
+  const router = createConnectRouter({
+    acceptCompression: acceptedCompressions,
+    ...routerOptions,
+    interceptors: [pipelineInterceptor(table, logger, options.readMaxBytes)],
+  });
   routes(router);
-  const handlers = router.handlers.map((h) => wrapHandler(h, options.jsonOptions));
+  const settings = { table, jsonOptions: options.jsonOptions, maxMessageBytes: options.readMaxBytes, logger };
+  const handlers = router.handlers.map((h) => wrapHandler(h, settings));
   const byPath = new Map(handlers.map((h) => [h.requestPath, h]));
 
   function handle(req: NodeRequest, res: NodeResponse): void {

@@ -1,0 +1,60 @@
+import { Code } from "@connectrpc/connect";
+import { quoted } from "./caller-text.js";
+import { DomainError, invalidArgument } from "./domain-error.js";
+import type { ErrorDomain } from "./reasons.js";
+
+// Refusals of a request that breaks a rule of its protocol, before any handler runs. One constructor each, used
+// by every adapter and by the completion of the errors Connect raises itself, so that a caller sees the same
+// code, message and details whichever path served the call. `domain` is the ErrorInfo.domain of the service the
+// call was for.
+
+export function requestTooLarge(domain: ErrorDomain, maxBytes: number): DomainError {
+  const description = `at most ${maxBytes} bytes per request`;
+  return new DomainError({
+    code: "resource_exhausted",
+    reason: "REQUEST_TOO_LARGE",
+    domain,
+    message: `the request is larger than ${maxBytes} bytes`,
+    violations: [{ subject: "request", description }],
+  });
+}
+
+// What the body of each protocol must be, for the message of a body that is not.
+const expectedBodies = {
+  grpc: "the request is not one uncompressed protobuf message in a gRPC envelope",
+  "grpc-web": "the request is not one uncompressed protobuf message in a gRPC-web envelope",
+  "connect-proto": "the request body is not a protobuf message of the method's request type",
+  "connect-json": "the request body is not a JSON object of the method's request type",
+} as const;
+
+export type BodyEncoding = keyof typeof expectedBodies;
+
+export function malformedBody(domain: ErrorDomain, encoding: BodyEncoding): DomainError {
+  return invalidArgument(domain, [{ field: "", description: expectedBodies[encoding] }], "MALFORMED_BODY");
+}
+
+// gRPC and Connect streams frame messages in envelopes; a unary call has exactly one. Connect answers a call
+// with none or with two as UNIMPLEMENTED, and so do the direct adapters.
+export function notOneMessage(domain: ErrorDomain): DomainError {
+  return protocolError(domain, Code.Unimplemented, "a unary call sends exactly one request message");
+}
+
+export function unknownCompression(domain: ErrorDomain, name: string, accepted: readonly string[]): DomainError {
+  return protocolError(domain, Code.Unimplemented, `unknown compression ${quoted(name)}: the server accepts ${accepted.join(", ")}`);
+}
+
+export function deadlineExceeded(domain: ErrorDomain): DomainError {
+  return new DomainError({
+    code: "deadline_exceeded",
+    reason: "DEADLINE_EXCEEDED",
+    domain,
+    message: "the call did not finish within its deadline",
+  });
+}
+
+// Another rule of the protocol (an unknown compression, a unary call without its one message, a header that is
+// not valid): `code` is the one the protocol gives it, `message` says what was wrong and never quotes the request.
+export function protocolError(domain: ErrorDomain, code: Code, message: string): DomainError {
+  if (code === Code.InvalidArgument) return invalidArgument(domain, [{ field: "", description: message }], "PROTOCOL_ERROR");
+  return new DomainError({ code: "protocol", grpcCode: code, reason: "PROTOCOL_ERROR", domain, message });
+}

@@ -1,0 +1,89 @@
+import { randomUUID } from "node:crypto";
+import type { DescMethod, Message } from "@bufbuild/protobuf";
+import type { MethodEntry } from "./method-table.js";
+
+// The protocol a call arrived on. Stages may read it (the log line, metrics); they never branch their decisions
+// on it, so that every protocol is treated alike.
+export type Protocol = "grpc" | "grpc-web" | "connect" | "rest";
+
+// Request headers or metadata, whichever protocol carried them; names are lower case.
+export interface HeaderSource {
+  get(name: string): string | null | undefined;
+}
+
+// The credentials as the caller sent them, read by the credentials stage. Nothing here is verified yet: the
+// access-control stage decides what they are worth.
+export interface Credentials {
+  // The token of `Authorization`, with or without its "Bearer " prefix (the documents show both).
+  token: string | undefined;
+  apiKey: string | undefined;
+  workspaceId: string | undefined;
+}
+
+const NO_CREDENTIALS: Credentials = { token: undefined, apiKey: undefined, workspaceId: undefined };
+
+// A caller-supplied request id is kept when it is short and plain, so that logs of both sides line up; anything
+// else is replaced rather than echoed into our logs and responses.
+const CALLER_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+export function requestIdOf(given: string | null | undefined): string {
+  return given !== null && given !== undefined && CALLER_REQUEST_ID.test(given) ? given : randomUUID();
+}
+
+// One call as the pipeline sees it, whatever protocol carried it. Adapters create it; stages read and fill it;
+// handlers read the caller's identity and the signal from it. A class with plain fields (not a bag of closures):
+// the gRPC adapter creates one per call on its hot path.
+export class Call {
+  readonly method: DescMethod;
+  readonly requestId: string;
+  // performance.now() at the start of the call.
+  readonly started: number;
+  // performance.now() by which the call must end, set by the deadline stage; undefined: no deadline.
+  deadline: number | undefined = undefined;
+  credentials: Credentials = NO_CREDENTIALS;
+  // Who the caller is, once a stage has established it.
+  principal = "anonymous";
+  // Response headers added by stages, written by the adapter on success and on failure alike.
+  responseHeaders: [string, string][] | null = null;
+  #abort: AbortController | null = null;
+
+  constructor(
+    readonly entry: MethodEntry,
+    readonly protocol: Protocol,
+    // The decoded request; for Connect's streaming calls, an empty message (the stream is Connect's).
+    readonly request: Message,
+    readonly headers: HeaderSource,
+    // The id the adapter already gave the request (REST answers refusals before the call with it); null: read
+    // from x-request-id.
+    requestId: string | null,
+    // Calls `abort` when the caller goes away; the adapter's way to end a handler's wait. Only called for calls
+    // whose handler asks for the signal, so most calls never add a listener.
+    private readonly watchGone: ((abort: () => void) => void) | null,
+    // Connect provides a signal of its own for the calls it serves.
+    private readonly givenSignal: AbortSignal | null = null,
+  ) {
+    this.method = entry.method;
+    this.requestId = requestId ?? requestIdOf(headers.get("x-request-id"));
+    this.started = performance.now();
+  }
+
+  // Aborted when the caller goes away or the deadline passes; created on first use.
+  get signal(): AbortSignal {
+    if (this.givenSignal !== null) return this.givenSignal;
+    if (this.#abort === null) {
+      const controller = new AbortController();
+      this.#abort = controller;
+      this.watchGone?.(() => controller.abort());
+    }
+    return this.#abort.signal;
+  }
+
+  // Ends the handler's wait (the deadline stage calls this when the deadline passes).
+  abort(): void {
+    this.#abort?.abort();
+  }
+
+  addResponseHeader(name: string, value: string): void {
+    (this.responseHeaders ??= []).push([name, value]);
+  }
+}

@@ -1,0 +1,51 @@
+import { Code } from "@connectrpc/connect";
+import type { ConnectError } from "@connectrpc/connect";
+import { deadlineExceeded, malformedBody, notOneMessage, requestTooLarge, unknownCompression } from "../../errors/protocol-errors.js";
+import type { BodyEncoding } from "../../errors/protocol-errors.js";
+import type { ErrorDomain } from "../../errors/reasons.js";
+import { statusPartsOf } from "../../errors/status-details.js";
+import type { HeaderSource } from "../../pipeline/call.js";
+import { CallError, internalCallError } from "../../pipeline/call-error.js";
+import { acceptedCompressions } from "../compression.js";
+import { grpcContentTypeRegExp, grpcWebContentTypeRegExp } from "./connect-internals.js";
+
+export interface RefusalContext {
+  domain: ErrorDomain;
+  headers: HeaderSource;
+  maxMessageBytes: number;
+  requestId: string;
+}
+
+// An error Connect raised itself, as the error of ours a direct adapter gives for the same request. They are told
+// apart by their code, the request's headers and when they happened, never by Connect's words:
+// - while the request was read (before the pipeline started, or inside a stream's messages): too large; not a
+//   message (Connect reports an undecodable one as INTERNAL, but nothing a caller sends may look like a fault of
+//   the server); an unknown compression or a unary call without exactly one message (UNIMPLEMENTED);
+// - after the pipeline started: a deadline Connect enforced; anything else failed in writing our answer, a fault
+//   of ours.
+export function refusalOf(error: ConnectError, whileReading: boolean, ctx: RefusalContext): CallError {
+  const { domain } = ctx;
+  if (error.code === Code.DeadlineExceeded) return ours(deadlineExceeded(domain));
+  if (!whileReading) return internalCallError(domain, ctx.requestId);
+  switch (error.code) {
+    case Code.ResourceExhausted:
+      return ours(requestTooLarge(domain, ctx.maxMessageBytes));
+    case Code.Unimplemented: {
+      const encoding = ctx.headers.get("grpc-encoding") ?? ctx.headers.get("content-encoding") ?? ctx.headers.get("connect-content-encoding");
+      const known = encoding == null || encoding === "identity" || acceptedCompressions.some((c) => c.name === encoding);
+      return ours(known ? notOneMessage(domain) : unknownCompression(domain, encoding, acceptedCompressions.map((c) => c.name)));
+    }
+    default:
+      return ours(malformedBody(domain, encodingOf(ctx.headers.get("content-type") ?? "")));
+  }
+}
+
+function ours(error: Parameters<typeof statusPartsOf>[0]): CallError {
+  return new CallError(statusPartsOf(error), false);
+}
+
+export function encodingOf(contentType: string): BodyEncoding {
+  if (grpcWebContentTypeRegExp.test(contentType)) return "grpc-web";
+  if (grpcContentTypeRegExp.test(contentType)) return "grpc";
+  return /json/i.test(contentType) ? "connect-json" : "connect-proto";
+}

@@ -1,0 +1,137 @@
+import type { JsonWriteOptions } from "@bufbuild/protobuf";
+import { Code, ConnectError, createContextValues } from "@connectrpc/connect";
+import type { Logger } from "pino";
+import { ErrorInfoSchema } from "../../../gen/google/rpc/error_details_pb.js";
+import { toConnectError } from "../../errors/to-connect-error.js";
+import { requestIdOf } from "../../pipeline/call.js";
+import type { MethodTable } from "../../pipeline/method-table.js";
+import { grpcStatusHeaders } from "../grpc/grpc-status.js";
+import {
+  codeToHttpStatus,
+  contentTypeUnaryRegExp,
+  createAsyncIterable,
+  encodeEnvelope,
+  errorFromJsonBytes,
+  errorToJsonBytes,
+  findTrailerError,
+  grpcContentTypeRegExp,
+  grpcWebContentTypeRegExp,
+  readAllBytes,
+  trailerFlag,
+  trailerParse,
+  trailerSerialize,
+} from "./connect-internals.js";
+import type { UniversalHandler, UniversalServerRequest, UniversalServerResponse } from "./connect-internals.js";
+import { refusalOf } from "./connect-refusals.js";
+import { callKey } from "./pipeline-interceptor.js";
+
+const ENVELOPE_BYTES = 5;
+
+export interface WrapperSettings {
+  table: MethodTable;
+  jsonOptions: Partial<JsonWriteOptions>;
+  maxMessageBytes: number;
+  logger: Logger;
+}
+
+// Wraps one of the Connect router's handlers, for what happens outside the interceptor (and so outside the call
+// pipeline): Connect's protocol layer refuses some requests on its own, before any interceptor runs (a message
+// that does not decode or is too large, an unknown compression, a passed deadline), with errors of its own words
+// and without our details. Those are answered here with the same constructors the direct adapters use
+// (src/errors/protocol-errors.ts), so that a caller sees the same error whichever path served the call; and every
+// gRPC status goes out with grpc-message encoded as grpc-status.ts explains. The errors are told apart by their
+// code and by whether the pipeline had started (our errors carry an ErrorInfo; Connect's never do), never by
+// their text. Each protocol keeps its own error encoding: the Connect unary error JSON, gRPC trailers, the
+// gRPC-web trailer frame.
+export function wrapHandler(handler: UniversalHandler, settings: WrapperSettings): UniversalHandler {
+  const domain = settings.table.of(handler.method).policy.domain;
+  const wrapped = async (req: UniversalServerRequest): Promise<UniversalServerResponse> => {
+    const contextValues = (req.contextValues ??= createContextValues());
+    const res = await handler(req);
+    // Copied: Connect answers some requests with shared response objects (415, 405) that must not change.
+    const header = new Headers(res.header);
+    // Set by the pipeline's request-id stage when the call reached it; a call refused before gets one here.
+    const requestId = header.get("x-request-id") ?? requestIdOf(req.header.get("x-request-id"));
+    header.set("x-request-id", requestId);
+    const complete = (error: ConnectError): ConnectError => {
+      if (error.findDetails(ErrorInfoSchema).length > 0) return error;
+      const started = contextValues.get(callKey) !== undefined;
+      const ours = refusalOf(error, !started, { domain, headers: req.header, maxMessageBytes: settings.maxMessageBytes, requestId });
+      if (ours.internal) settings.logger.error({ requestId, method: handler.method.name, err: error }, "call failed outside its handler");
+      return toConnectError(ours, null);
+    };
+    const contentType = req.header.get("content-type") ?? "";
+    if (res.body === undefined) return { ...res, header };
+    if (grpcWebContentTypeRegExp.test(contentType)) return { ...res, header, body: completeGrpcWebTrailer(res.body, complete) };
+    if (grpcContentTypeRegExp.test(contentType)) {
+      return res.trailer === undefined ? { ...res, header } : { ...res, header, body: completeGrpcTrailer(res.body, res.trailer, complete) };
+    }
+    if (contentTypeUnaryRegExp.test(contentType) && res.status !== 200 && !header.has("content-encoding")) {
+      return completeConnectError(res.body, header, settings.jsonOptions, complete);
+    }
+    return { ...res, header };
+  };
+  return Object.assign(wrapped, {
+    protocolNames: handler.protocolNames,
+    service: handler.service,
+    method: handler.method,
+    requestPath: handler.requestPath,
+    allowedMethods: handler.allowedMethods,
+    supportedContentType: handler.supportedContentType,
+  });
+}
+
+// The status entries of a failed call, replaced by the completed error's; the other entries (x-request-id ...)
+// stay as they are. Returns whether the call failed, i.e. whether anything was set.
+function completeGrpcStatus(trailer: Headers, complete: (error: ConnectError) => ConnectError): boolean {
+  const error = findTrailerError(trailer);
+  if (error === undefined) return false;
+  grpcStatusHeaders(complete(error)).forEach((value, key) => trailer.set(key, value));
+  return true;
+}
+
+// gRPC: the status is in the trailers, which Connect fills in as the body ends and the adapter writes after it.
+async function* completeGrpcTrailer(
+  body: AsyncIterable<Uint8Array>,
+  trailer: Headers,
+  complete: (error: ConnectError) => ConnectError,
+): AsyncIterable<Uint8Array> {
+  yield* body;
+  completeGrpcStatus(trailer, complete);
+}
+
+// gRPC-web: the status is in the last frame of the body; Connect yields each frame as one chunk.
+async function* completeGrpcWebTrailer(
+  body: AsyncIterable<Uint8Array>,
+  complete: (error: ConnectError) => ConnectError,
+): AsyncIterable<Uint8Array> {
+  for await (const chunk of body) {
+    const isTrailerFrame =
+      chunk.length >= ENVELOPE_BYTES &&
+      chunk[0] === trailerFlag &&
+      new DataView(chunk.buffer, chunk.byteOffset, chunk.byteLength).getUint32(1) === chunk.length - ENVELOPE_BYTES;
+    if (!isTrailerFrame) {
+      yield chunk;
+      continue;
+    }
+    const trailer = trailerParse(chunk.subarray(ENVELOPE_BYTES));
+    // A successful call's trailer frame goes out as Connect wrote it.
+    yield completeGrpcStatus(trailer, complete) ? encodeEnvelope(trailerFlag, trailerSerialize(trailer)) : chunk;
+  }
+}
+
+// Connect unary: an error is the JSON body of a non-200 response.
+async function completeConnectError(
+  body: AsyncIterable<Uint8Array>,
+  header: Headers,
+  jsonOptions: Partial<JsonWriteOptions>,
+  complete: (error: ConnectError) => ConnectError,
+): Promise<UniversalServerResponse> {
+  const bytes = await readAllBytes(body, Number.MAX_SAFE_INTEGER);
+  // Connect's own error JSON, always; read back without a fallback it could silently fall into.
+  const error = complete(errorFromJsonBytes(bytes, undefined, new ConnectError("not a Connect error body", Code.Internal)));
+  const json = errorToJsonBytes(error, jsonOptions);
+  header.set("content-length", String(json.byteLength));
+  // Completing may change the code; the HTTP status follows the code the body now says.
+  return { status: codeToHttpStatus(error.code), header, body: createAsyncIterable([json]) };
+}

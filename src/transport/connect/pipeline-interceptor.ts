@@ -1,0 +1,80 @@
+import { create } from "@bufbuild/protobuf";
+import { ConnectError, createContextKey } from "@connectrpc/connect";
+import type { Interceptor, StreamResponse, UnaryResponse } from "@connectrpc/connect";
+import type { Logger } from "pino";
+import { toConnectError } from "../../errors/to-connect-error.js";
+import { Call } from "../../pipeline/call.js";
+import type { Protocol } from "../../pipeline/call.js";
+import { CallError, callErrorOf } from "../../pipeline/call-error.js";
+import type { MethodTable } from "../../pipeline/method-table.js";
+import { grpcContentTypeRegExp, grpcWebContentTypeRegExp } from "./connect-internals.js";
+import { refusalOf } from "./connect-refusals.js";
+import type { RefusalContext } from "./connect-refusals.js";
+
+// The call of a Connect-served request, for the service implementations (connect-services.ts) and for the
+// handler wrapper, which learns from it that the pipeline started.
+export const callKey = createContextKey<Call | undefined>(undefined, { description: "the call pipeline's call" });
+
+// Set by the REST adapter on the calls it sends through Connect in-process (CALL_PATH=connect), so that the
+// pipeline knows them as REST calls.
+export const viaRestKey = createContextKey<boolean>(false, { description: "a REST call sent through Connect" });
+
+function protocolOf(contentType: string | null, viaRest: boolean): Protocol {
+  if (viaRest) return "rest";
+  if (contentType === null) return "connect";
+  if (grpcWebContentTypeRegExp.test(contentType)) return "grpc-web";
+  if (grpcContentTypeRegExp.test(contentType)) return "grpc";
+  return "connect";
+}
+
+// Connect's interceptor as an adapter into the call pipeline: every call Connect serves (Connect and gRPC-web,
+// streams, compressed messages, and everything when CALL_PATH=connect) runs through the same stages as the
+// direct adapters', with Connect's continuation as the last step.
+export function pipelineInterceptor(table: MethodTable, logger: Logger, maxMessageBytes: number): Interceptor {
+  function asCallError(thrown: unknown, call: Call): CallError {
+    if (thrown instanceof CallError) return thrown;
+    // Thrown past the stages (a fault of a stage itself, or a server run without stages).
+    const error = callErrorOf(thrown, call.entry.policy.domain, call.requestId);
+    if (error.internal) logger.error({ requestId: call.requestId, err: thrown }, "call failed outside the pipeline's error stage");
+    return error;
+  }
+
+  return (next) => async (req) => {
+    const entry = table.of(req.method);
+    const protocol = protocolOf(req.header.get("content-type"), req.contextValues.get(viaRestKey));
+    const request = req.stream ? create(req.method.input) : req.message;
+    const call = new Call(entry, protocol, request, req.header, null, null, req.signal);
+    req.contextValues.set(callKey, call);
+    // A stream's messages are read (and can fail to decode) while the handler runs: those are the caller's
+    // mistakes, answered as the same request would be before the pipeline.
+    if (req.stream) {
+      const ctx = { domain: entry.policy.domain, headers: req.header, maxMessageBytes, requestId: call.requestId };
+      req = { ...req, message: readRequests(req.message, ctx) };
+    }
+    try {
+      // Connect's response carries the headers Connect set for its protocol; the stages' are added to them.
+      const res = (await table.run(call, () => next(req))) as UnaryResponse | StreamResponse;
+      for (const [name, value] of call.responseHeaders ?? []) res.header.append(name, value);
+      return res.stream ? { ...res, message: mapStreamErrors(res.message, call, asCallError) } : res;
+    } catch (thrown) {
+      throw toConnectError(asCallError(thrown, call), call.responseHeaders);
+    }
+  };
+}
+
+async function* readRequests<T>(messages: AsyncIterable<T>, ctx: RefusalContext): AsyncIterable<T> {
+  try {
+    yield* messages;
+  } catch (thrown) {
+    throw thrown instanceof ConnectError ? refusalOf(thrown, true, ctx) : thrown;
+  }
+}
+
+// A streaming handler fails while its messages are read, after the pipeline has returned.
+async function* mapStreamErrors<T>(messages: AsyncIterable<T>, call: Call, asCallError: (thrown: unknown, call: Call) => CallError): AsyncIterable<T> {
+  try {
+    yield* messages;
+  } catch (thrown) {
+    throw toConnectError(asCallError(thrown, call), call.responseHeaders);
+  }
+}

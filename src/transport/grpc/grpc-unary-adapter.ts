@@ -1,0 +1,234 @@
+import http2 from "node:http2";
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import type { Logger } from "pino";
+import { malformedBody, notOneMessage, requestTooLarge } from "../../errors/protocol-errors.js";
+import { statusPartsOf } from "../../errors/status-details.js";
+import { toConnectError } from "../../errors/to-connect-error.js";
+import { Call, requestIdOf } from "../../pipeline/call.js";
+import { CallError, callErrorOf } from "../../pipeline/call-error.js";
+import type { MethodEntry, MethodTable } from "../../pipeline/method-table.js";
+import { NodeHeaders } from "../header-source.js";
+import { canRespond, respondIfPresent, stopReading } from "../peer-gone.js";
+import { grpcStatusHeaders } from "./grpc-status.js";
+
+// Writes a method's response as a whole gRPC frame (the 5-byte envelope and the message). A method may have its
+// own (Encrypt and Decrypt write their payload once, straight into the frame); every other method uses
+// `encodeFrame`.
+export type ResponseEncoder = (response: unknown) => Buffer;
+
+const ENVELOPE_BYTES = 5;
+
+function encodeFrame(entry: MethodEntry, response: unknown): Buffer {
+  const output = entry.method.output;
+  const message = toBinary(output, create(output, response as never));
+  const frame = Buffer.allocUnsafe(ENVELOPE_BYTES + message.length);
+  frame[0] = 0;
+  frame.writeUInt32BE(message.length, 1);
+  frame.set(message, ENVELOPE_BYTES);
+  return frame;
+}
+
+// What one call needs between its events. It lives on the stream itself, so that the stream's listeners can be
+// the shared functions below: a closure per listener per call cost about a tenth of a 1 KiB call.
+const CALL = Symbol("cloudplane.grpcUnaryCall");
+
+interface PendingCall {
+  readonly adapter: GrpcUnaryAdapter;
+  readonly entry: MethodEntry;
+  readonly headers: http2.IncomingHttpHeaders;
+  // The body: almost always one chunk, so the array exists only when a second one comes.
+  first: Buffer | null;
+  rest: Buffer[] | null;
+  size: number;
+  tooLarge: boolean;
+}
+
+type PendingStream = http2.ServerHttp2Stream & { [CALL]: PendingCall };
+
+// Constant, as Node only reads it: the request id is new on every response, so it is sent never-indexed and
+// does not churn HPACK's table of reusable headers.
+const SENSITIVE_HEADERS = ["x-request-id"];
+
+// Over the limit by its size so far, or by the length its envelope declares (known from the first chunk, which
+// almost always holds the 5-byte prefix): a 4 GiB declaration is refused before 4 MiB of it is read.
+function isTooLarge(call: PendingCall, chunk: Buffer): boolean {
+  const max = call.adapter.maxMessageBytes;
+  if (call.size > max + ENVELOPE_BYTES) return true;
+  return call.first === null && chunk.length >= ENVELOPE_BYTES && chunk.readUInt32BE(1) > max;
+}
+
+function onData(this: PendingStream, chunk: Buffer): void {
+  const call = this[CALL];
+  call.size += chunk.length;
+  if (isTooLarge(call, chunk)) {
+    // Answered at once rather than at the end of a body that may never end; what was read is let go.
+    call.tooLarge = true;
+    call.first = null;
+    call.rest = null;
+    this.off("data", onData);
+    this.off("end", onEnd);
+    call.adapter.finish(this, call);
+  } else if (call.first === null) call.first = chunk;
+  else (call.rest ??= [call.first]).push(chunk);
+}
+
+function onEnd(this: PendingStream): void {
+  this[CALL].adapter.finish(this, this[CALL]);
+}
+
+// A client that resets the stream leaves nothing to answer.
+function onError(this: PendingStream): void {
+  this.destroy();
+}
+
+function onWantTrailers(this: PendingStream): void {
+  // Node asks for the trailers from its socket loop: the stream can be gone by then.
+  if (!this.destroyed && !this.closed) this.sendTrailers({ "grpc-status": "0" });
+}
+
+// gRPC unary calls of every method the pipeline has a handler for, served straight on the HTTP/2 stream: the
+// envelope, fromBinary, the pipeline, and toBinary (or the method's own encoder). Connect's general handler costs
+// several times the work of most calls (async iterables, abort signals, header conversions), as the benchmark
+// against plain grpc-js and a bare http2 handler showed. What a caller sees is the same as from Connect, which
+// CI checks by running the same tests both ways (CALL_PATH=connect). Anything else (streams, gRPC-web, Connect,
+// compressed messages) is left to Connect.
+export class GrpcUnaryAdapter {
+  constructor(
+    private readonly table: MethodTable,
+    private readonly encoders: ReadonlyMap<MethodEntry, ResponseEncoder>,
+    private readonly logger: Logger,
+    readonly maxMessageBytes: number,
+  ) {}
+
+  // Returns false, touching nothing, when the stream is not one of ours.
+  tryServe(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders): boolean {
+    const path = headers[":path"];
+    const entry = path === undefined ? undefined : this.table.byPath(path);
+    if (entry?.invoke == null || headers[":method"] !== "POST") return false;
+    const contentType = headers["content-type"];
+    if (contentType !== "application/grpc" && contentType !== "application/grpc+proto") return false;
+    const encoding = headers["grpc-encoding"];
+    if (encoding !== undefined && encoding !== "identity") return false;
+
+    const call: PendingCall = { adapter: this, entry, headers, first: null, rest: null, size: 0, tooLarge: false };
+    (stream as PendingStream)[CALL] = call;
+    stream.on("data", onData);
+    stream.on("end", onEnd);
+    stream.on("error", onError);
+    return true;
+  }
+
+  // The request is complete: answer it.
+  finish(stream: http2.ServerHttp2Stream, pending: PendingCall): void {
+    // A stream the peer reset also ends its readable side: nobody is left to answer, and building the error
+    // for its cut-off body cost more than the rest of the call (rapid reset made that a flood).
+    if (!canRespond(stream)) return;
+    const { entry } = pending;
+    const domain = entry.policy.domain;
+    if (pending.tooLarge) {
+      this.refuse(stream, pending, new CallError(statusPartsOf(requestTooLarge(domain, this.maxMessageBytes)), false));
+      return;
+    }
+    const body = pending.rest !== null ? Buffer.concat(pending.rest, pending.size) : (pending.first ?? Buffer.alloc(0));
+    const payload = unaryPayload(body);
+    if (payload === "not one message") {
+      this.refuse(stream, pending, new CallError(statusPartsOf(notOneMessage(domain)), false));
+      return;
+    }
+    let request;
+    try {
+      if (payload === "malformed") throw new Error("malformed envelope");
+      request = fromBinary(entry.method.input, payload);
+    } catch {
+      this.refuse(stream, pending, new CallError(statusPartsOf(malformedBody(domain, "grpc")), false));
+      return;
+    }
+    const call = new Call(entry, "grpc", request, new NodeHeaders(pending.headers), null, (abort) => stream.once("close", abort));
+    let outcome;
+    try {
+      outcome = entry.invoke!(call);
+    } catch (thrown) {
+      this.fail(stream, call, thrown);
+      return;
+    }
+    if (outcome instanceof Promise) {
+      outcome.then(
+        (response: unknown) => this.succeed(stream, call, response),
+        (thrown: unknown) => this.fail(stream, call, thrown),
+      );
+    } else {
+      this.succeed(stream, call, outcome);
+    }
+  }
+
+  private succeed(stream: http2.ServerHttp2Stream, call: Call, response: unknown): void {
+    const encode = this.encoders.get(call.entry);
+    let frame: Buffer;
+    try {
+      frame = encode === undefined ? encodeFrame(call.entry, response) : encode(response);
+    } catch (thrown) {
+      this.fail(stream, call, thrown);
+      return;
+    }
+    const headers: http2.OutgoingHttpHeaders = { ":status": 200, "content-type": "application/grpc+proto", [http2.sensitiveHeaders]: SENSITIVE_HEADERS };
+    if (call.responseHeaders !== null) for (const [name, value] of call.responseHeaders) headers[name] = value;
+    if (!respondIfPresent(stream, headers, { waitForTrailers: true })) return;
+    stream.on("wantTrailers", onWantTrailers);
+    stream.end(frame);
+  }
+
+  private fail(stream: http2.ServerHttp2Stream, call: Call, thrown: unknown): void {
+    // Thrown past the stages (a fault of a stage itself, or a server run without stages): mapped here.
+    const error = thrown instanceof CallError ? thrown : callErrorOf(thrown, call.entry.policy.domain, call.requestId);
+    if (error !== thrown && error.internal) this.logger.error({ requestId: call.requestId, err: thrown }, "call failed outside the pipeline's error stage");
+    this.respondWithError(stream, error, call.responseHeaders, call.responseHeaders);
+  }
+
+  // Refused before the pipeline: the request is not a message of the method.
+  private refuse(stream: http2.ServerHttp2Stream, pending: PendingCall, error: CallError): void {
+    // Connect, refusing such a request before any handler runs, sends the request id with the headers only.
+    const requestId = requestIdOf(pending.headers["x-request-id"] as string | undefined);
+    this.respondWithError(stream, error, [["x-request-id", requestId]], null);
+  }
+
+  // Headers, then the status in trailers, as Connect answers (so that both paths look the same on the wire). A
+  // request still being sent (too large) is then reset, so that the client stops sending.
+  private respondWithError(
+    stream: http2.ServerHttp2Stream,
+    error: CallError,
+    responseHeaders: readonly [string, string][] | null,
+    responseTrailers: readonly [string, string][] | null,
+  ): void {
+    const headers: http2.OutgoingHttpHeaders = { ":status": 200, "content-type": "application/grpc+proto" };
+    if (responseHeaders !== null) for (const [name, value] of responseHeaders) headers[name] = value;
+    if (!respondIfPresent(stream, headers, { waitForTrailers: true })) return;
+    const trailers: http2.OutgoingHttpHeaders = {};
+    if (responseTrailers !== null) for (const [name, value] of responseTrailers) trailers[name] = value;
+    grpcStatusHeaders(toConnectError(error, null)).forEach((value, key) => (trailers[key] = value));
+    (stream as ErrorStream)[TRAILERS] = trailers;
+    stream.on("wantTrailers", onWantErrorTrailers);
+    stream.end();
+  }
+}
+
+const TRAILERS = Symbol("cloudplane.grpcErrorTrailers");
+type ErrorStream = http2.ServerHttp2Stream & { [TRAILERS]: http2.OutgoingHttpHeaders };
+
+function onWantErrorTrailers(this: ErrorStream): void {
+  if (this.destroyed || this.closed) return;
+  this.sendTrailers(this[TRAILERS]);
+  // One turn later, so that the reset follows the trailers on the wire instead of discarding them.
+  if (!this.readableEnded) setImmediate(stopReading, this);
+}
+
+// The one message of a unary request. Told apart as Connect tells them apart (connect-refusals.ts), so that both
+// paths answer alike: no message or a second whole one; or an envelope cut short or flagged compressed.
+function unaryPayload(body: Buffer): Uint8Array | "not one message" | "malformed" {
+  if (body.length === 0) return "not one message";
+  if (body.length < ENVELOPE_BYTES) return "malformed";
+  const end = ENVELOPE_BYTES + body.readUInt32BE(1);
+  if (end > body.length || body[0] !== 0) return "malformed";
+  if (end === body.length) return body.subarray(ENVELOPE_BYTES, end);
+  const extra = body.length - end;
+  return extra >= ENVELOPE_BYTES && body.readUInt32BE(end + 1) <= extra - ENVELOPE_BYTES ? "not one message" : "malformed";
+}

@@ -1,0 +1,137 @@
+import { create, createRegistry, fromBinary, toBinary, toJson } from "@bufbuild/protobuf";
+import type { DescMessage, MessageInitShape } from "@bufbuild/protobuf";
+import { createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  CreateCryptoKeyRequestSchema,
+  DisableCryptoKeyVersionRequestSchema,
+  EncryptRequestSchema,
+  GetCryptoKeyRequestSchema,
+  KeyManagerService,
+} from "../../gen/kms/v1/kms_pb.js";
+import { file_google_rpc_error_details } from "../../gen/google/rpc/error_details_pb.js";
+import { StatusSchema } from "../../gen/google/rpc/status_pb.js";
+import type { Stage } from "../../src/pipeline/stage.js";
+import { frame, rawCall } from "../support/raw-grpc.js";
+import { startServer } from "../support/server.js";
+import type { TestServer } from "../support/server.js";
+
+// Connect is the reference implementation: the direct adapters (gRPC unary, REST) must answer exactly as
+// connect-node does. Two servers, one with CALL_PATH=direct (the default) and one with CALL_PATH=connect, get the
+// same requests; for every class of error, and for successes, the callers see the same status, headers,
+// trailers and body, byte for byte once the parts that differ by nature (dates, generated key ids) are masked.
+
+const FAULT = "fault-injection";
+// Tests only: a fault of the server, for the class "internal".
+const injectFault: Stage = (call, next) => {
+  if ((call.request as { keyId?: unknown }).keyId === FAULT) throw new Error("injected fault");
+  return next(call);
+};
+
+interface Side {
+  server: TestServer;
+  keyId: string;
+}
+
+const MIB = 1024 * 1024;
+const registry = createRegistry(file_google_rpc_error_details);
+
+function binary<D extends DescMessage>(desc: D, init: MessageInitShape<D>): Buffer {
+  return frame(toBinary(desc, create(desc, init)));
+}
+
+// Everything a caller can observe, with what differs by nature masked; the binary status decoded, so that the key
+// id inside it can be masked too.
+function masked(side: Side, value: unknown): unknown {
+  const text = JSON.stringify(value, (key, v: unknown) => {
+    if (key === "date") return "<date>";
+    if (key === "grpc-status-details-bin") return toJson(StatusSchema, fromBinary(StatusSchema, Buffer.from(String(v), "base64")), { registry });
+    return v;
+  });
+  return JSON.parse(text.split(side.keyId).join("<key>")) as unknown;
+}
+
+type Probe = (side: Side) => Promise<unknown>;
+
+function grpc(path: string, body: (side: Side) => Buffer): Probe {
+  return async (side) => {
+    const res = await rawCall(side.server.url, `/kms.v1.KeyManagerService/${path}`, body(side), { "x-request-id": "eq-1" });
+    const status = res.trailers["grpc-status"] ?? res.headers["grpc-status"];
+    // A successful body holds fresh ciphertext or timestamps: its presence is compared, the rest by status.
+    return masked(side, { headers: res.headers, trailers: res.trailers, body: status === "0" ? res.body.length > 0 : res.body.toString("base64") });
+  };
+}
+
+function rest(method: string, path: (side: Side) => string, body?: (side: Side) => string | Buffer, contentType = "application/json"): Probe {
+  return async (side) => {
+    const res = await fetch(`${side.server.url}${path(side)}`, {
+      method,
+      headers: { "x-request-id": "eq-1", "content-type": contentType },
+      body: body === undefined ? undefined : new Uint8Array(Buffer.from(body(side))),
+    });
+    const headers = Object.fromEntries([...res.headers].filter(([name]) => name !== "date" && name !== "content-length" && name !== "keep-alive"));
+    const json = (await res.json()) as Record<string, unknown>;
+    return masked(side, { status: res.status, headers, body: res.ok ? Object.keys(json).sort() : json });
+  };
+}
+
+const cases: [string, Probe][] = [
+  ["gRPC success (Encrypt)", grpc("Encrypt", (s) => binary(EncryptRequestSchema, { keyId: s.keyId, keyVersionId: 1, plaintext: Buffer.from("x") }))],
+  ["gRPC success (GetCryptoKey)", grpc("GetCryptoKey", (s) => binary(GetCryptoKeyRequestSchema, { keyId: s.keyId }))],
+  ["gRPC oversize", grpc("CreateCryptoKey", () => frame(new Uint8Array(4 * MIB + 1)))],
+  ["gRPC bad envelope (cut short)", grpc("CreateCryptoKey", () => Buffer.from([0, 0, 0, 0, 9, 1]))],
+  ["gRPC no message", grpc("CreateCryptoKey", () => Buffer.alloc(0))],
+  ["gRPC two messages", grpc("GetCryptoKey", (s) => Buffer.concat([binary(GetCryptoKeyRequestSchema, { keyId: s.keyId }), binary(GetCryptoKeyRequestSchema, { keyId: s.keyId })]))],
+  ["gRPC bad protobuf", grpc("CreateCryptoKey", () => frame(Buffer.from([0x0a, 0x05, 0x61])))],
+  ["gRPC field violation", grpc("Encrypt", () => binary(EncryptRequestSchema, { keyId: "", keyVersionId: 0 }))],
+  ["gRPC unknown resource", grpc("GetCryptoKey", () => binary(GetCryptoKeyRequestSchema, { keyId: "no-such-key" }))],
+  ["gRPC state conflict", grpc("DisableCryptoKeyVersion", (s) => binary(DisableCryptoKeyVersionRequestSchema, { keyId: s.keyId, keyVersionId: 1 }))],
+  ["gRPC internal", grpc("Encrypt", () => binary(EncryptRequestSchema, { keyId: FAULT, keyVersionId: 1, plaintext: Buffer.from("x") }))],
+  ["gRPC deadline already passed", async (side) => {
+    const res = await rawCall(side.server.url, "/kms.v1.KeyManagerService/CreateCryptoKey", binary(CreateCryptoKeyRequestSchema, { parentId: "eq-late" }), { "x-request-id": "eq-1", "grpc-timeout": "0m" });
+    return masked(side, { headers: res.headers, trailers: res.trailers });
+  }],
+  ["REST success", rest("GET", (s) => `/v1/keys/${s.keyId}`)],
+  ["REST oversize", rest("POST", () => "/v1/keys", () => Buffer.alloc(4 * MIB + 1, 0x20))],
+  ["REST malformed JSON", rest("POST", () => "/v1/keys", () => '{"parentId": ')],
+  ["REST unknown field", rest("POST", () => "/v1/keys", () => JSON.stringify({ parentId: "p", secretNote: 1 }))],
+  ["REST field violation", rest("POST", () => "/v1/encrypt", () => JSON.stringify({ keyId: "", plaintext: "" }))],
+  ["REST unknown resource", rest("GET", () => "/v1/keys/no-such-key")],
+  ["REST state conflict", rest("POST", (s) => `/v1/keys/${s.keyId}/versions/1:disable`, () => "{}")],
+  ["REST internal", rest("POST", () => "/v1/encrypt", () => JSON.stringify({ keyId: FAULT, keyVersionId: 1, plaintext: "eA==" }))],
+];
+
+describe("the direct adapters answer as connect-node does", () => {
+  const sides: Record<"direct" | "connect", Side> = {} as never;
+
+  beforeAll(async () => {
+    for (const callPath of ["direct", "connect"] as const) {
+      const server = await startServer({ env: { CALL_PATH: callPath }, stages: [injectFault] });
+      const client = createClient(KeyManagerService, createGrpcTransport({ baseUrl: server.url }));
+      const key = await client.createCryptoKey({ parentId: "equivalence", name: "k" });
+      sides[callPath] = { server, keyId: key.id };
+    }
+  });
+  afterAll(async () => {
+    for (const side of Object.values(sides)) await side.server.stop();
+  });
+
+  it.each(cases)("%s", async (_name, probe) => {
+    const direct = await probe(sides.direct);
+    const reference = await probe(sides.connect);
+    expect(direct).toEqual(reference);
+  });
+
+  it("covers every class of error with a status of its own", async () => {
+    const codes = new Set<unknown>();
+    for (const [name, probe] of cases) {
+      const seen = (await probe(sides.direct)) as { trailers?: Record<string, string>; headers?: Record<string, string>; status?: number };
+      codes.add(name.startsWith("gRPC") ? (seen.trailers?.["grpc-status"] ?? seen.headers?.["grpc-status"]) : seen.status);
+    }
+    // OK, RESOURCE_EXHAUSTED, INVALID_ARGUMENT, UNIMPLEMENTED, NOT_FOUND, FAILED_PRECONDITION, INTERNAL,
+    // DEADLINE_EXCEEDED; 200, 413, 400, 404, 409?/400, 500 over REST.
+    expect([...codes].filter((c) => typeof c === "string").sort()).toEqual(["0", "13", "3", "4", "5", "8", "9", "12"].sort());
+    expect(sides.direct.server.logs()).toContain("injected fault");
+  });
+});
