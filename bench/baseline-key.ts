@@ -2,7 +2,7 @@ import { createSecretKey, randomBytes } from "node:crypto";
 import { versionKey } from "../src/kms/ciphertext.js";
 import type { VersionKey } from "../src/kms/ciphertext.js";
 
-// The one key both baselines hold, in the shape cloudplane's KeyCache keeps it: a VersionKey built once, looked
+// The one key every baseline holds, in the shape cloudplane's KeyCache keeps it: a VersionKey built once, looked
 // up in a Map by id on every call. The id comes from the bench (it is the id
 // cloudplane assigned, so every server accepts the same request files); the material is random per process.
 export interface BaselineKey {

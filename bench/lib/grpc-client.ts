@@ -31,14 +31,15 @@ export class KmsClient {
     this.client = new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
   }
 
-  private call<Res>(method: string, request: object): Promise<Res> {
+  // `raw` leaves the response message undecoded: its bytes, as they came.
+  private call<Res>(method: string, request: object, raw = false): Promise<Res> {
     const m = service[method];
     if (m === undefined) throw new Error(`no method ${method}`);
     return new Promise<Res>((resolve, reject) => {
       this.client.makeUnaryRequest(
         m.path,
         m.requestSerialize,
-        m.responseDeserialize as (b: Buffer) => Res,
+        raw ? (b: Buffer) => b as Res : (m.responseDeserialize as (b: Buffer) => Res),
         request,
         { deadline: Date.now() + 10_000 },
         (err, value) => (err !== null || value === undefined ? reject(err ?? new Error(`${method}: no response`)) : resolve(value)),
@@ -54,8 +55,13 @@ export class KmsClient {
     return this.call("Encrypt", { keyId, keyVersionId, plaintext });
   }
 
-  decrypt(keyId: string, ciphertext: Uint8Array): Promise<DecryptReply> {
-    return this.call("Decrypt", { keyId, ciphertext });
+  decrypt(keyId: string, ciphertext: Uint8Array, additionalAuthenticatedData?: Uint8Array): Promise<DecryptReply> {
+    return this.call("Decrypt", { keyId, ciphertext, additionalAuthenticatedData });
+  }
+
+  // The CryptoKey message as the server encoded it: the bench checks its content and its size.
+  getCryptoKeyBytes(keyId: string): Promise<Buffer> {
+    return this.call("GetCryptoKey", { keyId }, true);
   }
 
   close(): void {

@@ -1,11 +1,16 @@
 import { existsSync } from "node:fs";
 import { runToEnd } from "./children.js";
 
-// Runs nghttp2's h2load against one gRPC method and reads its summary.
+// Runs nghttp2's h2load against one endpoint and reads its summary: over h2c for gRPC, gRPC-web and Connect, or
+// over HTTP/1.1 keep-alive connections (`--h1`, one request at a time on each) for REST.
 
 export interface LoadOptions {
   url: string;
   bodyFile: string;
+  // Request headers besides h2load's own, e.g. "content-type: application/grpc".
+  headers: string[];
+  // HTTP/1.1 instead of h2c; `streams` must then be 1 (h2load would pipeline otherwise).
+  h1: boolean;
   clients: number;
   streams: number;
   durationS: number;
@@ -80,8 +85,8 @@ export async function runH2load(h2load: string, o: LoadOptions): Promise<{ resul
     "-D", String(o.durationS),
     "--warm-up-time", String(o.warmupS),
     "-d", o.bodyFile,
-    "-H", "content-type: application/grpc",
-    "-H", "te: trailers",
+    ...o.headers.flatMap((h) => ["-H", h]),
+    ...(o.h1 ? ["--h1"] : []),
     o.url,
   ];
   const [command, full] = o.cpu === null ? [h2load, args] : ["taskset", ["-c", o.cpu, h2load, ...args]];

@@ -1,31 +1,50 @@
+import type { Target } from "./scenarios.js";
 import type { ServerName } from "./servers.js";
 
-// The results table and the verdict against the issue's targets.
-
-export const TARGET_VS_GRPC_JS = 1.2;
-export const TARGET_VS_HTTP2 = 0.85;
+// The results table and the verdicts against the issue's targets.
 
 export interface Row {
-  server: ServerName;
-  method: "Encrypt" | "Decrypt";
+  scenario: string;
+  protocol: string;
+  method: string;
   payload: string;
+  server: ServerName;
   reqPerS: number;
   // Every round's req/s; reqPerS is their median, spreadPercent their range relative to it.
   rounds: number[];
   spreadPercent: number;
-  vsGrpcJs: number;
-  vsHttp2: number;
+  // This row's req/s over the req/s of each reference server of the same scenario (itself included: 1.00x).
+  ratios: Partial<Record<ServerName, number>>;
   meanLatencyMs: number;
   // Share of one CPU the server used during the run, and what that is per request.
   cpuPercent: number;
   cpuUsPerRequest: number;
   // Most CPU time other processes took on the servers' CPU during this row's runs, as % of the wall time.
   foreignCpuPercent: number | null;
+  // The scenario's targets, for cloudplane and candidate rows that have any; null otherwise.
   verdict: "PASS" | "FAIL" | null;
 }
 
-export function verdict(vsGrpcJs: number, vsHttp2: number): "PASS" | "FAIL" {
-  return vsGrpcJs >= TARGET_VS_GRPC_JS && vsHttp2 >= TARGET_VS_HTTP2 ? "PASS" : "FAIL";
+export interface TargetCheck {
+  scenario: string;
+  server: ServerName;
+  target: Target;
+  // The ratio (kind "ratio") or the cost (kind "cost") measured.
+  value: number;
+  pass: boolean;
+  text: string;
+}
+
+export function checkTarget(row: Row, target: Target): TargetCheck {
+  const ratio = row.ratios[target.against] ?? NaN;
+  if (target.kind === "ratio") {
+    const pass = ratio >= target.atLeast;
+    return { scenario: row.scenario, server: row.server, target, value: ratio, pass, text: `${row.server} ${ratio.toFixed(2)}x ${target.against} (target >= ${target.atLeast}x)` };
+  }
+  const cost = 1 - ratio;
+  const pass = cost <= target.atMost;
+  const text = `${target.what} = 1 - ${row.server} / ${target.against} req/s = ${(cost * 100).toFixed(1)}% (target <= ${(target.atMost * 100).toFixed(0)}%)`;
+  return { scenario: row.scenario, server: row.server, target, value: cost, pass, text };
 }
 
 function table(header: string[], rows: string[][], rightAligned: Set<number>): string {
@@ -36,22 +55,25 @@ function table(header: string[], rows: string[][], rightAligned: Set<number>): s
   return [line(header), rule, ...rows.map(line)].join("\n");
 }
 
-export function resultsTable(rows: Row[]): string {
-  const header = ["server", "method", "payload", "req/s", "spread", "vs grpc-js", "vs http2", "mean latency", "server CPU", "CPU/req", "target"];
+// One "vs <server>" column per reference server that appears in any row, in the order given.
+export function resultsTable(rows: Row[], references: ServerName[]): string {
+  const columns = references.filter((ref) => rows.some((r) => r.ratios[ref] !== undefined));
+  const header = ["server", "protocol", "method", "payload", "req/s", "spread", ...columns.map((c) => `vs ${c}`), "mean latency", "server CPU", "CPU/req", "target"];
   const cells = rows.map((r) => [
     r.server,
+    r.protocol,
     r.method,
     r.payload,
     r.reqPerS.toFixed(0),
     r.rounds.length > 1 ? `±${(r.spreadPercent / 2).toFixed(0)}%` : "",
-    `${r.vsGrpcJs.toFixed(2)}x`,
-    `${r.vsHttp2.toFixed(2)}x`,
+    ...columns.map((c) => (r.ratios[c] === undefined ? "" : `${r.ratios[c].toFixed(2)}x`)),
     `${r.meanLatencyMs.toFixed(1)} ms`,
     `${r.cpuPercent.toFixed(0)}%`,
     `${r.cpuUsPerRequest.toFixed(0)} µs`,
     r.verdict ?? "",
   ]);
-  return table(header, cells, new Set([3, 4, 5, 6, 7, 8, 9]));
+  const numeric = new Set(Array.from({ length: header.length - 5 }, (_, i) => i + 4));
+  return table(header, cells, numeric);
 }
 
 export function memoryTable(peaks: { server: ServerName; peakRssBytes: number | null }[]): string {

@@ -6,11 +6,23 @@ import { pathToFileURL } from "node:url";
 import { startChild } from "./children.js";
 import type { Child } from "./children.js";
 
-// Starts the three servers under test, each a child process of its own (pinned to one CPU when asked), and
-// waits until each answers.
+// Starts the servers under test, each a child process of its own (pinned to one CPU when asked), and waits until
+// each answers.
 
-// "candidate" is a second cloudplane build (another entry script) measured alongside, for A/B comparisons.
-export type ServerName = "grpc-js" | "http2" | "cloudplane" | "candidate";
+// The baselines: plain @grpc/grpc-js, a bare node:http2 gRPC handler, a bare node:http REST endpoint.
+export type BaselineName = "grpc-js" | "http2" | "http1";
+
+// cloudplane variants: "candidate" is a second cloudplane build (another entry script) or the same one with other
+// node flags, measured alongside for A/B comparisons; "no-stages" is src/main.js with the call pipeline's stages
+// turned off (PIPELINE_STAGES_OFF), for what those stages cost.
+export type CloudplaneName = "cloudplane" | "candidate" | "no-stages";
+
+export type ServerName = BaselineName | CloudplaneName;
+
+// The hook for the "pipeline stages cost" row: the environment that turns the call pipeline's stages off. Until
+// the server reads PIPELINE_STAGES, the server started with it is plain cloudplane, and the cost measured is 0
+// give or take the noise.
+export const PIPELINE_STAGES_OFF: Readonly<Record<string, string>> = { PIPELINE_STAGES: "none" };
 
 export interface RunningServer {
   name: ServerName;
@@ -71,13 +83,15 @@ function healthy(port: number): Promise<boolean> {
 const START_FLAGS = ["--no-memory-reducer"];
 
 // cloudplane as an operator runs it, from the compiled output (`entry`, e.g. src/main.js), with its own empty data
-// directory. LOG_LEVEL=warn keeps its "listening" line quiet, so readiness is its /healthz.
+// directory. LOG_LEVEL=warn keeps its "listening" line quiet, so readiness is its /healthz. `extraEnv` adds
+// settings (PIPELINE_STAGES_OFF for "no-stages").
 export async function startCloudplane(
   o: LaunchOptions,
-  name: "cloudplane" | "candidate",
+  name: CloudplaneName,
   entry: string,
   dataDir: string,
   extraFlags: string[] = [],
+  extraEnv: Readonly<Record<string, string>> = {},
 ): Promise<RunningServer> {
   const port = await freePort();
   const [cmd, args] = command(o, name, entry, [...START_FLAGS, ...extraFlags]);
@@ -90,6 +104,7 @@ export async function startCloudplane(
       DATA_DIR: dataDir,
       MASTER_KEY: randomBytes(32).toString("base64"),
       LOG_LEVEL: "warn",
+      ...extraEnv,
     },
   });
   let exited = false;
@@ -104,7 +119,7 @@ export async function startCloudplane(
 }
 
 // A baseline prints {"listening":port} once bound.
-export async function startBaseline(o: LaunchOptions, name: "grpc-js" | "http2", keyId: string): Promise<RunningServer> {
+export async function startBaseline(o: LaunchOptions, name: BaselineName, keyId: string): Promise<RunningServer> {
   const [cmd, args] = command(o, name, `bench/baseline-${name}.js`);
   const child = startChild(name, cmd, args, { cwd: o.root, env: { ...process.env, PORT: "0", BENCH_KEY_ID: keyId } });
   const port = await child.waitForLine((line) => {
