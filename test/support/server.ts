@@ -18,6 +18,9 @@ const testEnv: Record<string, string> = {
   LOG_LEVEL: "warn",
   SHUTDOWN_TIMEOUT_SECONDS: "2",
   PROVIDER_DELAY_MS: "0",
+  // CI runs the cross-protocol scenarios and bad-input tables a second time with CALL_PATH=connect, the
+  // reference path the direct adapters must match (package.json "test").
+  CALL_PATH: process.env.CLOUDPLANE_TEST_CALL_PATH ?? "direct",
 };
 
 export interface TestServer {
