@@ -62,8 +62,8 @@ export function sealedLength(plaintextBytes: number): number {
   return OVERHEAD + plaintextBytes;
 }
 
-// Writes the ciphertext into out[at, at + sealedLength(plaintext.length)), for callers that have the buffer the
-// ciphertext goes out in (the gRPC fast path's response frame).
+// Writes the ciphertext into out[at, at + sealedLength(plaintext.length)), for a caller that has the buffer the
+// ciphertext goes out in.
 export function sealInto(out: Buffer, at: number, key: VersionKey, plaintext: Uint8Array, aad: Uint8Array): void {
   key.aadPrefix.copy(out, at, 0, HEADER_BYTES);
   takeNonce(out, at + HEADER_BYTES);

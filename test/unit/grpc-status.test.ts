@@ -1,5 +1,5 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import { findTrailerError } from "@connectrpc/connect/protocol-grpc";
+import { findTrailerError } from "../../src/transport/connect/connect-internals.js";
 import { describe, expect, it } from "vitest";
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { encodeGrpcMessage, grpcStatusHeaders } from "../../src/transport/grpc/grpc-status.js";

@@ -2,7 +2,7 @@ import { create, toBinary } from "@bufbuild/protobuf";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import type { ConnectError } from "@connectrpc/connect";
-import { codeToHttpStatus } from "@connectrpc/connect/protocol-connect";
+import { codeToHttpStatus } from "../connect/connect-internals.js";
 import { ErrorInfoSchema, RetryInfoSchema } from "../../../gen/google/rpc/error_details_pb.js";
 import { anyToRestJson } from "./json-any.js";
 
