@@ -47,6 +47,8 @@ export function longLivedPaths(table: MethodTable): Set<string> {
 
 // Registers every service on the router in one place.
 export function registerRoutes(router: ConnectRouter, served: readonly ServedService[], health: HealthStatus): void {
+  // connectImplOf checks each method's handler against the descriptor at run time; Connect's ServiceImpl type
+  // cannot express an implementation of a service known only as a DescService, hence the cast.
   for (const s of served) router.service(s.service, connectImplOf(s) as never);
   const reflection = createReflectionServices([...apiServices, ...infrastructureServices]);
   router.service(Health, createHealthService(health));

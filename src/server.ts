@@ -134,7 +134,7 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
 
   let inFlight = 0;
   let drained: (() => void) | null = null;
-  // One shared listener rather than a closure per call: the fast path counts every allocation.
+  // One shared listener rather than a closure per call: the gRPC adapter counts every allocation.
   const untrack = (): void => {
     inFlight--;
     if (inFlight === 0) drained?.();
