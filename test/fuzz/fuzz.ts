@@ -6,11 +6,14 @@ import { parseArgs } from "node:util";
 import { spawnServer } from "../support/server.js";
 import { tempDir } from "../support/temp-dir.js";
 import { Random, grpcBody, grpcPaths, jsonBody, queryString, restPath, restRoutes } from "./generators.js";
+import { runProperties } from "./property-runs.js";
 
 // `npm run fuzz [-- --seconds N --seed S --concurrency C]`: random and hostile input on every surface of a real
 // server for minutes: gRPC and gRPC-web frames, Connect bodies, REST paths, queries and bodies, raw HTTP/1.1
 // garbage, and now and then a 4 MB label flood. Fails on a crash, any 5xx or INTERNAL answer, a call that
 // hangs, or RSS that keeps growing. Prints a JSON summary; the figures of a long run are in docs/robustness.md.
+// With --properties, runs the fast-check properties of test/property/ instead, for --runs inputs in all
+// (property-runs.ts).
 
 const { values: flags } = parseArgs({
   options: {
@@ -22,6 +25,13 @@ const { values: flags } = parseArgs({
     only: { type: "string", default: "" },
     url: { type: "string", default: "" },
     pid: { type: "string", default: "" },
+    // The property mode: --only then names properties (rest, grpc, grpc-messages, grpc-web, connect, comma-separated).
+    properties: { type: "boolean", default: false },
+    runs: { type: "string", default: "1000000" },
+    // direct, connect or both (half the runs each); ignored with --url.
+    "call-path": { type: "string", default: "both" },
+    // The server's RSS must stay under this for the whole run (the bound of the hostile tests).
+    "max-rss-mib": { type: "string", default: "400" },
   },
 });
 const seconds = Number(flags.seconds);
@@ -219,4 +229,18 @@ async function main(): Promise<void> {
   process.exit(ok ? 0 : 1);
 }
 
-await main();
+if (flags.properties) {
+  const ok = await runProperties({
+    runs: Number(flags.runs),
+    seed,
+    concurrency: Number(flags.concurrency),
+    only: flags.only,
+    url: flags.url,
+    pid: Number(flags.pid),
+    callPath: flags["call-path"],
+    maxRssMiB: Number(flags["max-rss-mib"]),
+  });
+  process.exit(ok ? 0 : 1);
+} else {
+  await main();
+}

@@ -1,0 +1,152 @@
+import type http2 from "node:http2";
+import type fc from "fast-check";
+import {
+  buildBody,
+  buildEnvelope,
+  buildPath,
+  buildQuery,
+  buildRestBody,
+  connectPlanArb,
+  grpcPlanArb,
+  grpcWebPlanArb,
+  h1Method,
+  restPlanArb,
+  validGrpcPlanArb,
+} from "./arbitraries.js";
+import type { ConnectPlan, GrpcPlan, HeaderPlan, RestPlan } from "./arbitraries.js";
+import { connectVerdict, grpcVerdict, grpcWebVerdict, restVerdict } from "./verdicts.js";
+import type { Sent, Verdict } from "./verdicts.js";
+import { describeAnswer, fetchAnswer } from "./wire.js";
+import type { Answer, H2Client, Headers1 } from "./wire.js";
+
+// The properties, each an arbitrary of request plans and a function that sends one plan to a server and judges
+// the answer. The vitest files (test/property/*.test.ts) check them a bounded number of times on both call paths;
+// `npm run fuzz -- --properties` runs them for a million inputs.
+
+export interface Target {
+  url: string;
+  h2: H2Client;
+  timeoutMs: number;
+}
+
+export interface Outcome {
+  // Null when the answer is fine.
+  failure: Verdict;
+  // The call completed (HTTP 2xx, grpc-status 0): it may have changed the store.
+  succeeded: boolean;
+  // What was sent and what came back, to explain a failure.
+  sent: string;
+  answer: string;
+}
+
+export interface PropertySpec<T> {
+  name: string;
+  arbitrary(known: readonly string[]): fc.Arbitrary<T>;
+  run(target: Target, input: T): Promise<Outcome>;
+}
+
+function present(headers: HeaderPlan): Headers1 {
+  const out: Headers1 = {};
+  for (const [name, value] of Object.entries(headers)) if (value !== undefined) out[name] = value;
+  return out;
+}
+
+// Node's HTTP/2 client sends :path as given; what it cannot carry (controls, non-ASCII) is percent-encoded first.
+function h2Path(path: string): string {
+  return path.replace(/[^\x21-\x7e]/gu, (c) => encodeURIComponent(c));
+}
+
+function shown(method: string, path: string, headers: Headers1, body: Buffer, http2: boolean): string {
+  const prefix = body.subarray(0, 64).toString("hex");
+  return `${http2 ? "h2" : "h1"} ${method} ${path.length > 200 ? `${path.slice(0, 200)}...(${path.length})` : path} ${JSON.stringify(headers)} body(${body.length})=${prefix}`;
+}
+
+interface Exchange {
+  answer: Answer;
+  // For the verdict.
+  sent: Sent;
+  // For a failure report.
+  shown: string;
+}
+
+async function send(target: Target, http2: boolean, method: string, path: string, headers: Headers1, body: Buffer): Promise<Exchange> {
+  if (http2) {
+    const h: http2.OutgoingHttpHeaders = { ":method": method, ":path": h2Path(path), ...headers };
+    return { answer: await target.h2.request(h, body), sent: { headers, http2, bodyBytes: body.length }, shown: shown(method, h2Path(path), headers, body, true) };
+  }
+  // fetch sends no body with GET or HEAD.
+  const sentBody = method === "GET" || method === "HEAD" ? Buffer.alloc(0) : body;
+  const answer = await fetchAnswer(`${target.url}${path}`, method, headers, sentBody, target.timeoutMs);
+  return { answer, sent: { headers, http2, bodyBytes: sentBody.length }, shown: shown(method, path, headers, sentBody, false) };
+}
+
+function grpcSucceeded(answer: Answer): boolean {
+  return answer.kind === "answer" && (answer.trailers["grpc-status"] ?? answer.headers["grpc-status"]) === "0";
+}
+
+function outcome(failure: Verdict, succeeded: boolean, sent: string, answer: Answer): Outcome {
+  return { failure, succeeded, sent, answer: describeAnswer(answer) };
+}
+
+async function runGrpc(target: Target, plan: GrpcPlan): Promise<Outcome> {
+  const headers = { "content-type": plan.contentType, ...present(plan.headers) };
+  const { answer, sent, shown } = await send(target, true, "POST", plan.target.path, headers, buildEnvelope(plan.envelope));
+  return outcome(grpcVerdict(answer, sent), grpcSucceeded(answer), shown, answer);
+}
+
+export const grpcEnvelopes: PropertySpec<GrpcPlan> = {
+  name: "grpc",
+  arbitrary: (known) => grpcPlanArb(known),
+  run: runGrpc,
+};
+
+export const grpcMessages: PropertySpec<GrpcPlan> = {
+  name: "grpc-messages",
+  arbitrary: (known) => validGrpcPlanArb(known),
+  run: runGrpc,
+};
+
+export const grpcWeb: PropertySpec<GrpcPlan & { http2: boolean; xGrpcWeb: boolean }> = {
+  name: "grpc-web",
+  arbitrary: (known) => grpcWebPlanArb(known),
+  async run(target, plan) {
+    const headers: Headers1 = { "content-type": plan.contentType, ...(plan.xGrpcWeb ? { "x-grpc-web": "1" } : {}), ...present(plan.headers) };
+    // HTTP/1.1 has no trailers and no TE: trailers.
+    if (!plan.http2) delete headers["te"];
+    const { answer, sent, shown } = await send(target, plan.http2, "POST", plan.target.path, headers, buildEnvelope(plan.envelope));
+    const status = answer.kind === "answer" ? (answer.headers["grpc-status"] ?? /grpc-status:\s*(\d+)/.exec(answer.body.toString("latin1"))?.[1]) : undefined;
+    return outcome(grpcWebVerdict(answer, sent, plan.contentType), status === "0", shown, answer);
+  },
+};
+
+export const connectUnary: PropertySpec<ConnectPlan> = {
+  name: "connect",
+  arbitrary: (known) => connectPlanArb(known),
+  async run(target, plan) {
+    const headers: Headers1 = { "content-type": plan.contentType, ...present(plan.headers) };
+    if (plan.body.kind === "compressed" && headers["content-encoding"] === undefined) headers["content-encoding"] = plan.body.with;
+    const body = buildBody(plan.target.method.input, plan.body);
+    const { answer, sent, shown } = await send(target, plan.http2, plan.httpMethod, plan.target.path, headers, body);
+    const succeeded = answer.kind === "answer" && answer.status === 200;
+    return outcome(connectVerdict(answer, sent, plan.httpMethod, plan.contentType), succeeded, shown, answer);
+  },
+};
+
+export const rest: PropertySpec<RestPlan> = {
+  name: "rest",
+  arbitrary: (known) => restPlanArb(known),
+  async run(target, plan) {
+    const path = buildPath(plan.path) + buildQuery(plan.query);
+    const headers: Headers1 = {};
+    if (plan.contentType !== undefined) headers["content-type"] = plan.contentType;
+    if (plan.contentEncoding !== undefined) headers["content-encoding"] = plan.contentEncoding;
+    const method = plan.http2 ? plan.httpMethod : h1Method(plan.httpMethod);
+    const { answer, sent, shown } = await send(target, plan.http2, method, path, headers, buildRestBody(plan));
+    const succeeded = answer.kind === "answer" && answer.status >= 200 && answer.status < 300;
+    const url = URL.canParse(path, target.url) ? new URL(path, target.url) : undefined;
+    const headBytes = (url === undefined ? path.length : url.pathname.length + url.search.length) + Object.entries(headers).reduce((n, [k, v]) => n + k.length + v.length + 4, 0);
+    return outcome(restVerdict(answer, sent, method, headBytes), succeeded, shown, answer);
+  },
+};
+
+export const allProperties: PropertySpec<unknown>[] = [rest, grpcEnvelopes, grpcMessages, grpcWeb, connectUnary];
