@@ -2,7 +2,7 @@ import { brotliDecompressSync, gunzipSync } from "node:zlib";
 import { create, fromBinary } from "@bufbuild/protobuf";
 import { base64Decode } from "@bufbuild/protobuf/wire";
 import { AnySchema, anyUnpack } from "@bufbuild/protobuf/wkt";
-import { codeToHttpStatus } from "@connectrpc/connect/protocol-connect";
+import { codeToHttpStatus } from "../../src/transport/connect/connect-internals.js";
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import type { ErrorInfo } from "../../gen/google/rpc/error_details_pb.js";
 import { StatusSchema } from "../../gen/google/rpc/status_pb.js";
