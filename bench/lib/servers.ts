@@ -19,9 +19,9 @@ export type CloudplaneName = "cloudplane" | "candidate" | "no-stages";
 
 export type ServerName = BaselineName | CloudplaneName;
 
-// The hook for the "pipeline stages cost" row: the environment that turns the call pipeline's stages off. Until
-// the server reads PIPELINE_STAGES, the server started with it is plain cloudplane, and the cost measured is 0
-// give or take the noise.
+// The hook for the "pipeline stages cost" row: the environment that turns the call pipeline's stages off
+// (`pipelineStages` in src/config.ts; the server logs a warning when it is set). A server that did not read it
+// would be plain cloudplane, and the cost measured 0 give or take the noise.
 export const PIPELINE_STAGES_OFF: Readonly<Record<string, string>> = { PIPELINE_STAGES: "none" };
 
 export interface RunningServer {
