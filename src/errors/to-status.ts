@@ -18,7 +18,7 @@ export function internalStatus(domain: ErrorDomain, message: string, metadata: R
   return statusOf(internalStatusParts(domain, message, metadata));
 }
 
-export function statusOf(parts: StatusParts): Status {
+function statusOf(parts: StatusParts): Status {
   return create(StatusSchema, {
     code: parts.code,
     message: parts.message,

@@ -20,6 +20,10 @@ export interface Credentials {
   workspaceId: string | undefined;
 }
 
+export interface ClosingPeer {
+  once(event: "close", listener: () => void): unknown;
+}
+
 const NO_CREDENTIALS: Credentials = { token: undefined, apiKey: undefined, workspaceId: undefined };
 
 // A caller-supplied request id is kept when it is short and plain, so that logs of both sides line up; anything
@@ -56,9 +60,9 @@ export class Call {
     // The id the adapter already gave the request (REST answers refusals before the call with it); null: read
     // from x-request-id.
     requestId: string | null,
-    // Calls `abort` when the caller goes away; the adapter's way to end a handler's wait. Only called for calls
-    // whose handler asks for the signal, so most calls never add a listener.
-    private readonly watchGone: ((abort: () => void) => void) | null,
+    // What closes when the caller goes away (the HTTP/2 stream, the REST response): watched only for calls whose
+    // handler asks for the signal, so most calls never add a listener, and the adapter allocates nothing for it.
+    private readonly peer: ClosingPeer | null,
     // Connect provides a signal of its own for the calls it serves.
     private readonly givenSignal: AbortSignal | null = null,
   ) {
@@ -73,7 +77,7 @@ export class Call {
     if (this.#abort === null) {
       const controller = new AbortController();
       this.#abort = controller;
-      this.watchGone?.(() => controller.abort());
+      this.peer?.once("close", () => controller.abort());
     }
     return this.#abort.signal;
   }

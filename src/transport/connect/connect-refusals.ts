@@ -44,7 +44,7 @@ function ours(error: Parameters<typeof statusPartsOf>[0]): CallError {
   return new CallError(statusPartsOf(error), false);
 }
 
-export function encodingOf(contentType: string): BodyEncoding {
+function encodingOf(contentType: string): BodyEncoding {
   if (grpcWebContentTypeRegExp.test(contentType)) return "grpc-web";
   if (grpcContentTypeRegExp.test(contentType)) return "grpc";
   return /json/i.test(contentType) ? "connect-json" : "connect-proto";

@@ -97,7 +97,7 @@ type Invoke = (route: RestRoute, message: Message, req: NodeRequest, res: NodeRe
 
 // Straight into the pipeline.
 const invokeDirect: Invoke = async (route, message, req, res, requestId) => {
-  const call = new Call(route.entry, "rest", message, new NodeHeaders(req.headers), requestId, (abort) => res.once("close", abort));
+  const call = new Call(route.entry, "rest", message, new NodeHeaders(req.headers), requestId, res);
   let response: unknown;
   try {
     response = await route.entry.invoke!(call);
