@@ -24,7 +24,9 @@ const specs = {
   sweepIntervalSeconds: { flag: "sweep-interval-seconds", env: "SWEEP_INTERVAL_SECONDS", description: "how often due destructions and rotations are carried out", default: "10" },
   keyCacheSize: { flag: "key-cache-size", env: "KEY_CACHE_SIZE", description: "keys whose unwrapped material is kept in memory", default: "100000" },
   shutdownTimeoutSeconds: { flag: "shutdown-timeout-seconds", env: "SHUTDOWN_TIMEOUT_SECONDS", description: "how long SIGTERM waits for in-flight calls", default: "30" },
-  corsAllowedOrigins: { flag: "cors-allowed-origins", env: "CORS_ALLOWED_ORIGINS", description: "comma-separated browser origins allowed to call, or *", default: "*" },
+  corsAllowedOrigins: { flag: "cors-allowed-origins", env: "CORS_ALLOWED_ORIGINS", description: "comma-separated browser origins (scheme://host:port) whose pages may call the API, e.g. the web console's; none by default, so no other site's page can use a browser's access", default: "" },
+  accessTokenTtlSeconds: { flag: "access-token-ttl-seconds", env: "ACCESS_TOKEN_TTL_SECONDS", description: "lifetime of an access token issued by POST /public/v2/service_auth", default: "3600" },
+  authFailuresPerMinute: { flag: "auth-failures-per-minute", env: "AUTH_FAILURES_PER_MINUTE", description: "failed authentications one address (or one client id at service_auth) may make in a minute; then it is refused with 429 for a minute", default: "20" },
   catalogFile: { flag: "catalog", env: "CATALOG_FILE", description: "JSON file of the platform catalog (service instances, clusters, flavors); none means the shipped catalog/default-catalog.json", default: "" },
   providerDelayMs: { flag: "provider-delay-ms", env: "PROVIDER_DELAY_MS", description: "time the simulated provider takes to bring one node up or down", default: "1000" },
   taskConcurrency: { flag: "task-concurrency", env: "TASK_CONCURRENCY", description: "node pool tasks one server runs at the same time", default: "16" },
@@ -35,7 +37,7 @@ const specs = {
   http2MaxStreams: { flag: "http2-max-streams", env: "HTTP2_MAX_STREAMS", description: "concurrent streams (calls) one HTTP/2 connection may have open", default: "128" },
   maxCallSeconds: { flag: "max-call-seconds", env: "MAX_CALL_SECONDS", description: "longest time a call may run, whatever deadline its caller set (calls that wait by design, such as WaitTask and health Watch, are held only to their caller's deadline); then it is answered DEADLINE_EXCEEDED", default: "60" },
   callPath: { flag: "call-path", env: "CALL_PATH", description: "direct: gRPC unary and REST calls go straight into the call pipeline; connect: every call goes through connect-node, the reference implementation the direct adapters are checked against", default: "direct" },
-  pipelineStages: { flag: "pipeline-stages", env: "PIPELINE_STAGES", description: "all; or none, for benchmarks only: calls run without the pipeline's stages (no request ids, deadlines or credentials), to measure what they cost", default: "all" },
+  pipelineStages: { flag: "pipeline-stages", env: "PIPELINE_STAGES", description: "all; for benchmarks only, to measure what the stages cost: none (no stage at all: no request ids, deadlines, credentials or audit) or no-access (every stage but authentication and authorization: every caller may do everything)", default: "all" },
 } satisfies Record<string, SettingSpec>;
 
 export interface Config {
@@ -53,6 +55,8 @@ export interface Config {
   keyCacheSize: number;
   shutdownTimeoutMs: number;
   corsAllowedOrigins: string[];
+  accessTokenTtlMs: number;
+  authFailuresPerMinute: number;
   catalogFile: string;
   providerDelayMs: number;
   taskConcurrency: number;
@@ -63,7 +67,7 @@ export interface Config {
   http2MaxStreams: number;
   maxCallMs: number;
   callPath: "direct" | "connect";
-  pipelineStages: "all" | "none";
+  pipelineStages: "all" | "none" | "no-access";
 }
 
 export class ConfigError extends Error {}
@@ -109,7 +113,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config | "he
     throw new ConfigError("--headers-timeout-seconds must not be longer than --request-timeout-seconds: a request's head is part of the request");
   }
   const callPath = oneOf("callPath", raw("callPath"), ["direct", "connect"] as const);
-  const pipelineStages = oneOf("pipelineStages", raw("pipelineStages"), ["all", "none"] as const);
+  const pipelineStages = oneOf("pipelineStages", raw("pipelineStages"), ["all", "none", "no-access"] as const);
   return {
     port: integer("port", raw("port"), 0, 65535),
     host: raw("host"),
@@ -125,6 +129,8 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config | "he
     keyCacheSize: integer("keyCacheSize", raw("keyCacheSize"), 1, 100_000_000),
     shutdownTimeoutMs: integer("shutdownTimeoutSeconds", raw("shutdownTimeoutSeconds"), 0, 3600) * 1000,
     corsAllowedOrigins: raw("corsAllowedOrigins").split(",").map((o) => o.trim()).filter((o) => o !== ""),
+    accessTokenTtlMs: integer("accessTokenTtlSeconds", raw("accessTokenTtlSeconds"), 1, 1000 * 365 * 24 * 3600) * 1000,
+    authFailuresPerMinute: integer("authFailuresPerMinute", raw("authFailuresPerMinute"), 1, 1_000_000),
     catalogFile: raw("catalogFile") === "" ? shippedCatalogPath() : raw("catalogFile"),
     providerDelayMs: integer("providerDelayMs", raw("providerDelayMs"), 0, 3_600_000),
     taskConcurrency: integer("taskConcurrency", raw("taskConcurrency"), 1, 1000),

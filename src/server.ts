@@ -21,7 +21,17 @@ import { pipelineStages } from "./pipeline/stages.js";
 import { infrastructureServices, longLivedPaths, registerRoutes, servedServices } from "./routes.js";
 import type { Clock } from "./shared/clock.js";
 import { systemClock } from "./shared/clock.js";
-import { openDatabase } from "./storage/sqlite/database.js";
+import { AccessPolicy } from "./identity/access-policy.js";
+import { AccessWatcher } from "./identity/access-watcher.js";
+import { AuditTrail } from "./identity/audit-trail.js";
+import { createAuthService } from "./identity/auth-service.js";
+import { Authenticator } from "./identity/authenticator.js";
+import { bootstrapAdmin } from "./identity/bootstrap.js";
+import { IdentityAdmin } from "./identity/identity-admin.js";
+import { keyNotFound } from "./kms/key-manager.js";
+import { openAuditConnection, openDatabase } from "./storage/sqlite/database.js";
+import { SqliteAuditStore } from "./storage/sqlite/sqlite-audit-store.js";
+import { SqliteIdentityStore } from "./storage/sqlite/sqlite-identity-store.js";
 import { SqliteKmsStore } from "./storage/sqlite/sqlite-kms-store.js";
 import { applyCors } from "./transport/cors.js";
 import { HealthStatus } from "./transport/grpc/health-service.js";
@@ -49,6 +59,8 @@ export interface App {
   readonly manager: KeyManager;
   readonly sweeper: Sweeper;
   readonly health: HealthStatus;
+  // Administration of principals, credentials and grants on this server's store; its changes apply at once.
+  readonly identity: IdentityAdmin;
 }
 
 export interface BuildOptions {
@@ -85,17 +97,35 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
     taskConcurrency: config.taskConcurrency,
   });
 
+  const identityStore = new SqliteIdentityStore(db);
+  const authenticator = new Authenticator(identityStore, clock, {
+    tokenTtlMs: config.accessTokenTtlMs,
+    failuresPerMinute: config.authFailuresPerMinute,
+  });
+  const access = new AccessPolicy(identityStore);
+  const accessWatcher = new AccessWatcher(identityStore, authenticator, access, clock, logger);
+  const identity = new IdentityAdmin(identityStore, clock, () => accessWatcher.check());
+  bootstrapAdmin(identity, config.dataDir, logger);
+  const auditDb = openAuditConnection(config.dataDir);
+  const audit = new AuditTrail(new SqliteAuditStore(auditDb), logger);
+
   // Every call of every protocol runs through these stages (src/pipeline/stages.ts).
   const served = servedServices({
+    auth: createAuthService(authenticator),
     kms: createKmsService(manager, crypto, clock, { minRotationMs: config.minRotationMs }),
     nodePools: compute.nodePoolService,
     tasks: compute.taskService,
   });
-  if (config.pipelineStages === "none") logger.warn("PIPELINE_STAGES=none: calls run without request ids, deadlines or credentials; for benchmarks only");
+  if (config.pipelineStages !== "all") {
+    logger.warn(`PIPELINE_STAGES=${config.pipelineStages}: calls run without ${config.pipelineStages === "none" ? "request ids, deadlines, credentials or audit" : "authentication or authorization: every caller may do everything"}; for benchmarks only`);
+  }
   const stages = pipelineStages({
     logger,
+    clock,
     maxCallMs: config.maxCallMs,
-    withoutStages: config.pipelineStages === "none",
+    mode: config.pipelineStages,
+    access: { authenticator, policy: access, keyScopes: { namespaceOfKey: (keyId) => manager.namespaceOf(keyId), keyNotFound } },
+    audit,
     extra: options.extraStages ?? [],
   });
   const table = new MethodTable(served, infrastructureServices, stages);
@@ -237,6 +267,7 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
     manager,
     sweeper,
     health,
+    identity,
     listen() {
       return new Promise((resolve, reject) => {
         server.once("error", reject);
@@ -244,6 +275,7 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
           server.off("error", reject);
           sweeper.start();
           compute.start();
+          accessWatcher.start();
           const address = server.address();
           resolve(typeof address === "object" && address !== null ? address.port : config.port);
         });
@@ -270,6 +302,10 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
       shutdown.abort();
       for (const socket of sockets) socket.destroy();
       await closed;
+      accessWatcher.stop();
+      // Calls answered during the drain wait for their records; whatever is left is stored now.
+      audit.flush();
+      auditDb.close();
       await sweeper.stop();
       await computeStopped;
       await store.close();

@@ -29,6 +29,11 @@ export const reasons = {
   TASK_NOT_FOUND: "The service instance has no task with the given taskId.",
   NODE_CAPACITY_EXHAUSTED: "Task error: the cluster has fewer free nodes than the node pool needs; QuotaFailure and ErrorInfo metadata give the numbers.",
   COMPUTE_FLAVOR_UNAVAILABLE: "Task error: the compute flavor exists but has no nodes to give now; retry after the RetryInfo delay or pick another flavor.",
+  UNAUTHENTICATED: "The call carries no credentials, or its token or API key is malformed, unknown, expired or revoked; get a token from POST /public/v2/service_auth.",
+  PERMISSION_DENIED: "The caller is authenticated but holds no grant whose role allows the method on the call's scope; ErrorInfo metadata names the permission and the scope.",
+  API_KEY_WORKSPACE_MISMATCH: "The API key of x-api-key belongs to another workspace than the one x-workspace-id names.",
+  AUTHENTICATION_RATE_LIMITED: "Too many failed authentications from the caller's address or for the client id; retry after the RetryInfo delay.",
+  AUDIT_UNAVAILABLE: "The call could not be recorded in the audit trail, so it was not carried out (or its result not returned); retry later.",
 } as const;
 
 export type Reason = keyof typeof reasons;

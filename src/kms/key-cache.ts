@@ -16,6 +16,8 @@ export interface CachedVersion {
 
 export interface CachedKey {
   readonly id: string;
+  // The namespace, for the access check of calls that name the key by id.
+  readonly parentId: string;
   readonly goneAt: number | null;
   readonly versions: ReadonlyMap<number, CachedVersion>;
 }
@@ -52,7 +54,7 @@ export class KeyCache {
       }
       versions.set(v.id, { id: v.id, state: v.state, algorithm: v.algorithm, destroyAt: v.destroyAt, key });
     }
-    return { id: aggregate.key.id, goneAt: aggregate.key.goneAt, versions };
+    return { id: aggregate.key.id, parentId: aggregate.key.parentId, goneAt: aggregate.key.goneAt, versions };
   }
 
   // Replaces the key's entry; never fails.

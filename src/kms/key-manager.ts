@@ -54,7 +54,7 @@ function newKeyId(): string {
   return id;
 }
 
-function keyNotFound(keyId: string): DomainError {
+export function keyNotFound(keyId: string): DomainError {
   return notFound("kms", "CRYPTO_KEY_NOT_FOUND", { resourceType: "kms.v1.CryptoKey", resourceName: keyId }, `key ${keyId} not found`);
 }
 
@@ -272,6 +272,23 @@ export class KeyManager {
     const aggregate = await this.store.getKey(keyId);
     if (aggregate === null || isGone(aggregate.key, this.clock.now())) throw keyNotFound(keyId);
     return this.cache.install(this.cache.build(aggregate));
+  }
+
+  // The namespace of a live key, for the access check; null when no live key has the id. A cache hit answers
+  // synchronously, and the entry it loads otherwise serves the call's handler right after.
+  namespaceOf(keyId: string): string | null | Promise<string | null> {
+    const missing = (err: unknown): null => {
+      if (err instanceof DomainError && err.detail.reason === "CRYPTO_KEY_NOT_FOUND") return null;
+      throw err;
+    };
+    let entry;
+    try {
+      entry = this.cached(keyId);
+    } catch (err) {
+      return missing(err);
+    }
+    if (entry instanceof Promise) return entry.then((e) => e.parentId, missing);
+    return entry.parentId;
   }
 
   // The version Encrypt seals with: it must exist and be ENABLED. A cache hit answers synchronously.

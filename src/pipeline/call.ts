@@ -20,6 +20,11 @@ export interface Credentials {
   workspaceId: string | undefined;
 }
 
+// Where the caller's address is read, when a stage needs it (failed authentications are counted per address).
+export interface AddressSource {
+  readonly remoteAddress?: string | undefined;
+}
+
 export interface ClosingPeer {
   once(event: "close", listener: () => void): unknown;
 }
@@ -45,8 +50,10 @@ export class Call {
   // performance.now() by which the call must end, set by the deadline stage; undefined: no deadline.
   deadline: number | undefined = undefined;
   credentials: Credentials = NO_CREDENTIALS;
-  // Who the caller is, once a stage has established it.
+  // Who the caller is (a principal id), once the authentication stage has established it.
   principal = "anonymous";
+  // The scope the access check was made on ("kms-namespace:team-a"), for the audit trail.
+  scope = "";
   // Response headers added by stages, written by the adapter on success and on failure alike.
   responseHeaders: [string, string][] | null = null;
   #abort: AbortController | null = null;
@@ -63,12 +70,19 @@ export class Call {
     // What closes when the caller goes away (the HTTP/2 stream, the REST response): watched only for calls whose
     // handler asks for the signal, so most calls never add a listener, and the adapter allocates nothing for it.
     private readonly peer: ClosingPeer | null,
+    // The caller's socket (for HTTP/2, the session's), read only when a stage asks for the address.
+    private readonly addressSource: AddressSource | null,
     // Connect provides a signal of its own for the calls it serves.
     private readonly givenSignal: AbortSignal | null = null,
   ) {
     this.method = entry.method;
     this.requestId = requestId ?? requestIdOf(headers.get("x-request-id"));
     this.started = performance.now();
+  }
+
+  // The caller's IP address; "unknown" when the socket is already gone.
+  get peerAddress(): string {
+    return this.addressSource?.remoteAddress ?? "unknown";
   }
 
   // Aborted when the caller goes away or the deadline passes; created on first use.

@@ -1,7 +1,18 @@
 import { getOption, hasOption } from "@bufbuild/protobuf";
-import type { DescMethod, DescService } from "@bufbuild/protobuf";
-import { method_policy, service_policy } from "../../gen/cloudplane/api/v1/policy_pb.js";
+import type { DescMethod, DescService, Message } from "@bufbuild/protobuf";
+import { method_policy, service_policy, Scope_Kind } from "../../gen/cloudplane/api/v1/policy_pb.js";
+import { http } from "../../gen/google/api/annotations_pb.js";
 import type { ErrorDomain } from "../errors/reasons.js";
+import { resourcePathOf, stringFieldReader } from "./request-fields.js";
+import type { FieldReader } from "./request-fields.js";
+
+// Where the access check of a call is made: the scope kind and how to read its id from the request.
+export interface ScopeRule {
+  // "kms-key": the request names a key; its namespace is the scope.
+  kind: "kms-namespace" | "kms-key" | "service-instance" | "workspace";
+  // Reads the id from the request; for "workspace" the id comes from x-workspace-id instead.
+  read: FieldReader | null;
+}
 
 // What the pipeline's stages know about a method before any call: declared in proto/ as the
 // (cloudplane.api.v1.method_policy) and (cloudplane.api.v1.service_policy) options.
@@ -10,6 +21,15 @@ export interface MethodPolicy {
   permission: string;
   longRunning: boolean;
   domain: ErrorDomain;
+  // No credentials needed: health, reflection, and obtaining a token.
+  public: boolean;
+  requiresApiKey: boolean;
+  // Null exactly for public methods.
+  scope: ScopeRule | null;
+  // Every KMS call and every mutation (a method whose REST mapping is not GET) is recorded in the audit trail.
+  audited: boolean;
+  // The resource the call names, for the audit trail.
+  resource: (request: Message) => string;
 }
 
 const domains: readonly ErrorDomain[] = ["kms", "compute", "cloudplane"];
@@ -23,18 +43,58 @@ const infrastructure: Record<string, { longRunning: readonly string[] }> = {
   "grpc.reflection.v1alpha.ServerReflection": { longRunning: ["ServerReflectionInfo"] },
 };
 
-// Throws at start-up for a method that declares no policy: a method nobody thought about is not served.
+const scopeKinds: Partial<Record<Scope_Kind, ScopeRule["kind"]>> = {
+  [Scope_Kind.KMS_NAMESPACE]: "kms-namespace",
+  [Scope_Kind.KMS_KEY]: "kms-key",
+  [Scope_Kind.SERVICE_INSTANCE]: "service-instance",
+  [Scope_Kind.WORKSPACE]: "workspace",
+};
+
+// Throws at start-up for a method that declares no policy, or one that names no scope without being public: a
+// method nobody thought about is not served, and a method whose access nobody decided is not open.
 export function policyOf(method: DescMethod): MethodPolicy {
   const service = method.parent;
   const where = `${service.typeName}.${method.name}`;
   const vendored = infrastructure[service.typeName];
   if (vendored !== undefined) {
-    return { permission: "", longRunning: vendored.longRunning.includes(method.name), domain: "cloudplane" };
+    return {
+      permission: "",
+      longRunning: vendored.longRunning.includes(method.name),
+      domain: "cloudplane",
+      public: true,
+      requiresApiKey: false,
+      scope: null,
+      audited: false,
+      resource: () => "",
+    };
   }
   if (!hasOption(method, method_policy)) throw new Error(`${where} declares no (cloudplane.api.v1.method_policy)`);
   const policy = getOption(method, method_policy);
   if (policy.permission === "") throw new Error(`${where}: its method_policy names no permission`);
-  return { permission: policy.permission, longRunning: policy.longRunning, domain: domainOf(service) };
+  const rule = getOption(method, http);
+  const pattern = rule.pattern;
+  if (pattern.case === undefined || pattern.case === "custom") throw new Error(`${where} has no google.api.http mapping`);
+  return {
+    permission: policy.permission,
+    longRunning: policy.longRunning,
+    domain: domainOf(service),
+    public: policy.public,
+    requiresApiKey: policy.requiresApiKey,
+    scope: scopeOf(method, where, policy.public, policy.scope),
+    audited: domainOf(service) === "kms" || pattern.case !== "get",
+    resource: resourcePathOf(method.input, pattern.value),
+  };
+}
+
+function scopeOf(method: DescMethod, where: string, isPublic: boolean, scope: { kind: Scope_Kind; field: string } | undefined): ScopeRule | null {
+  const kind = scope === undefined ? undefined : scopeKinds[scope.kind];
+  if (isPublic) {
+    if (kind !== undefined) throw new Error(`${where}: a public method has no scope`);
+    return null;
+  }
+  if (kind === undefined || scope === undefined) throw new Error(`${where}: its method_policy names no scope`);
+  if (kind === "workspace") return { kind, read: null };
+  return { kind, read: stringFieldReader(method.input, scope.field) };
 }
 
 function domainOf(service: DescService): ErrorDomain {

@@ -1,16 +1,32 @@
 import type { Logger } from "pino";
+import type { AccessPolicy } from "../identity/access-policy.js";
+import type { AuditTrail } from "../identity/audit-trail.js";
+import type { Authenticator } from "../identity/authenticator.js";
+import type { Clock } from "../shared/clock.js";
 import type { Stage } from "./stage.js";
+import { auditStage } from "./stages/audit.js";
+import { authenticationStage } from "./stages/authentication.js";
+import { authorizationStage } from "./stages/authorization.js";
+import type { KeyScopes } from "./stages/authorization.js";
 import { credentialsStage } from "./stages/credentials.js";
 import { deadlineStage } from "./stages/deadline.js";
 import { errorsAndLogStage } from "./stages/errors-and-log.js";
 import { requestIdStage } from "./stages/request-id.js";
 
+// all: every stage. none: no stage at all; no-access: every stage but authentication and authorization (every
+// caller is "anonymous" with every permission). The last two are for benchmarks only, to measure what the stages
+// cost; main.ts warns loudly when either is set.
+export type StageMode = "all" | "none" | "no-access";
+
 export interface StageSettings {
   logger: Logger;
+  clock: Clock;
   // The longest a call may run, whatever deadline its caller set (methods that wait by design excepted).
   maxCallMs: number;
-  // Benchmarks only: the adapters with no stages at all, to measure what the stages cost.
-  withoutStages: boolean;
+  mode: StageMode;
+  // What authentication and authorization read; null only in mode no-access or none.
+  access: { authenticator: Authenticator; policy: AccessPolicy; keyScopes: KeyScopes } | null;
+  audit: AuditTrail;
   // Tests only: stages run last, just before the handler (a probe that records every call).
   extra: readonly Stage[];
 }
@@ -18,13 +34,19 @@ export interface StageSettings {
 // The call pipeline: every call, whatever its protocol, runs through these stages in this order before its
 // handler. This list is the one place where a concern of every call is added.
 export function pipelineStages(settings: StageSettings): Stage[] {
-  if (settings.withoutStages) return [...settings.extra];
+  if (settings.mode === "none") return [...settings.extra];
+  const access = settings.mode === "all" ? settings.access : null;
+  if (settings.mode === "all" && access === null) throw new Error("the access stages need an authenticator and an access policy");
   return [
     requestIdStage,
     // Outside everything after it, so that a failure of any later stage is mapped and logged like the handler's.
     errorsAndLogStage(settings.logger),
     deadlineStage(settings.maxCallMs),
     credentialsStage,
+    ...(access !== null ? [authenticationStage(access.authenticator)] : []),
+    // Outside the access check, so that refusals by it are recorded with the principal who was refused.
+    auditStage(settings.audit, settings.clock),
+    ...(access !== null ? [authorizationStage(access.policy, access.keyScopes)] : []),
     ...settings.extra,
   ];
 }

@@ -3,6 +3,8 @@ import { join } from "node:path";
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
+import { adminAuth } from "../support/credentials.js";
+import { withAuthorization } from "../support/kms-clients.js";
 
 // What the compute e2e tests share: a catalog with numbers they reason about, a grpc-js client built at run time
 // from the .proto files, and plain-fetch REST calls.
@@ -105,7 +107,9 @@ export class ComputeGrpcClient {
   private readonly client: grpc.Client;
 
   constructor(port: number) {
-    this.client = new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+    this.client = new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure(), {
+      interceptors: [withAuthorization(adminAuth(`127.0.0.1:${port}`).authorization)],
+    });
   }
 
   call<Response>(service: "NodePoolService" | "TaskService", method: string, request: object): Promise<Response> {
@@ -153,7 +157,7 @@ export interface RestResponse {
 export async function rest(baseUrl: string, method: string, path: string, body?: JsonValue): Promise<RestResponse> {
   const res = await fetch(`${baseUrl}${path}`, {
     method,
-    headers: body === undefined ? {} : { "content-type": "application/json" },
+    headers: { ...adminAuth(baseUrl), ...(body === undefined ? {} : { "content-type": "application/json" }) },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   return { status: res.status, json: (await res.json()) as JsonObject };

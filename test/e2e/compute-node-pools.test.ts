@@ -55,7 +55,7 @@ describe("over grpc-js, with the .proto files loaded at run time", () => {
       nodePoolName: "grpc-pool",
       scalePolicy: { fixedScale: { count: 2 } },
     });
-    expect(task).toMatchObject({ command: "CreateNodePool", createdBy: "anonymous", serviceInstanceId: VDC });
+    expect(task).toMatchObject({ command: "CreateNodePool", createdBy: server.adminId, serviceInstanceId: VDC });
     expect(["PENDING", "RUNNING"]).toContain(task.status);
     const nodePoolId = String(unpack(task.metadata).nodePoolId);
     expect(nodePoolId).toMatch(UUID);
@@ -223,7 +223,7 @@ describe("over REST, with exact JSON", () => {
     ),
   });
   const taskJson = (id: string, command: string, nodePoolId: string, rest: JsonObject) => ({
-    task: { id, command, createdAt: T0, modifiedAt: T0, createdBy: "anonymous", serviceInstanceId: VDC, metadata: metadataOf(nodePoolId), ...rest },
+    task: { id, command, createdAt: T0, modifiedAt: T0, createdBy: server.adminId, serviceInstanceId: VDC, metadata: metadataOf(nodePoolId), ...rest },
   });
   const waitBody = { timeout: "30s" };
 

@@ -17,7 +17,7 @@ import { ServerReflection as ServerReflectionV1alpha } from "../../gen/grpc/refl
 import { KeyManagerService } from "../../gen/kms/v1/kms_pb.js";
 import { createLogger } from "../../src/logger.js";
 import { MethodTable } from "../../src/pipeline/method-table.js";
-import { pipelineStages } from "../../src/pipeline/stages.js";
+import { stagesWithoutAccess } from "../support/method-table.js";
 import { createConnectAdapter } from "../../src/transport/connect/connect-adapter.js";
 import { createHealthService, HealthStatus } from "../../src/transport/grpc/health-service.js";
 import { createReflectionServices } from "../../src/transport/grpc/reflection-service.js";
@@ -87,7 +87,7 @@ async function startServer(): Promise<TestServer> {
     router.service(ServerReflectionV1alpha, reflection.v1alpha);
   };
   const logger = createLogger("silent");
-  const stages = pipelineStages({ logger, maxCallMs: 60_000, withoutStages: false, extra: [] });
+  const stages = stagesWithoutAccess(logger);
   const table = new MethodTable([], [KeyManagerService, Health, ServerReflectionV1, ServerReflectionV1alpha], stages);
   const connect = createConnectAdapter({
     table,

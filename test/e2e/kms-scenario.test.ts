@@ -108,7 +108,7 @@ describe.each(protocols)("key management scenario over %s", (protocol) => {
       id: keyId,
       name: "scenario-key",
       description: "first description",
-      owner: "anonymous",
+      owner: server.adminId,
       primary: v1,
       labels: ["team=payments", "env:test"],
       rotationPeriod: "3600s",
@@ -337,7 +337,7 @@ describe("key management over REST/JSON: literal bodies, proto names, numeric st
     expect(res.json).toEqual({
       id,
       name: "k",
-      owner: "anonymous",
+      owner: server.adminId,
       primary: { id: 1, keyId: id, state: "ENABLED", algorithm: "AES_192", createdAt: "2026-01-01T00:00:00Z" },
       labels: ["a"],
       rotationPeriod: "86400s",

@@ -18,7 +18,7 @@ import { DomainError, failedPrecondition } from "../../src/errors/domain-error.j
 import { createLogger } from "../../src/logger.js";
 import type { UnaryHandler } from "../../src/pipeline/handlers.js";
 import type { Stage } from "../../src/pipeline/stage.js";
-import { pipelineStages } from "../../src/pipeline/stages.js";
+import { stagesWithoutAccess } from "../support/method-table.js";
 import { createRestHandler } from "../../src/transport/rest/rest-handler.js";
 import { RouteTable } from "../../src/transport/rest/route-table.js";
 import { methodTableOf } from "../support/method-table.js";
@@ -99,7 +99,7 @@ let h2base = "";
 
 beforeAll(async () => {
   const logger = createLogger("silent");
-  const stages = [...pipelineStages({ logger, maxCallMs: 60_000, withoutStages: false, extra: [] }), recordRequestId];
+  const stages = [...stagesWithoutAccess(logger), recordRequestId];
   const table = methodTableOf([KeyManagerService, ItemService], { ...kmsHandlers, ...itemHandlers }, stages);
   const rest = createRestHandler({ routes: new RouteTable(table), maxBodyBytes: MAX, logger, viaConnect: null });
   const handler = (req: http.IncomingMessage | http2.Http2ServerRequest, res: http.ServerResponse | http2.Http2ServerResponse) =>

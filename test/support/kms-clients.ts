@@ -4,7 +4,7 @@ import type { DescMessage, JsonObject, JsonValue, MessageShape } from "@bufbuild
 import { anyUnpack } from "@bufbuild/protobuf/wkt";
 import type { Any } from "@bufbuild/protobuf/wkt";
 import { ConnectError, createClient } from "@connectrpc/connect";
-import type { Client } from "@connectrpc/connect";
+import type { Client, Interceptor } from "@connectrpc/connect";
 import { Http2SessionManager, createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
@@ -22,6 +22,7 @@ import {
   KeyManagerService,
 } from "../../gen/kms/v1/kms_pb.js";
 import type { CryptoKey, CryptoKeyVersion } from "../../gen/kms/v1/kms_pb.js";
+import { adminAuth } from "./credentials.js";
 
 // The five ways a caller reaches KeyManagerService, behind one small interface so that one scenario runs over all
 // of them. Every client returns keys and versions in canonical proto3 JSON form (RFC 3339 timestamps, "3600s"
@@ -357,7 +358,7 @@ export class GrpcKmsCaller {
   readonly client: grpc.Client;
 
   constructor(baseUrl: string, options: grpc.ChannelOptions = {}) {
-    this.client = new grpc.Client(new URL(baseUrl).host, grpc.credentials.createInsecure(), options);
+    this.client = new grpc.Client(new URL(baseUrl).host, grpc.credentials.createInsecure(), { interceptors: [withAuthorization(adminAuth(baseUrl).authorization)], ...options });
   }
 
   call<Response>(method: string, request: object): Promise<Response> {
@@ -574,7 +575,9 @@ export interface RestRequestOptions {
 
 // One HTTP call, nothing interpreted.
 export async function restRequest(baseUrl: string, method: string, path: string, opts: RestRequestOptions = {}): Promise<RestResponse> {
-  const headers: Record<string, string> = { ...opts.headers };
+  // The server's admin token unless the test sends credentials of its own (or says "none" with an empty header).
+  const headers: Record<string, string> = { ...adminAuth(baseUrl), ...opts.headers };
+  if (headers["authorization"] === "") delete headers["authorization"];
   let body: string | undefined;
   if (opts.body !== undefined) {
     body = typeof opts.body === "string" ? opts.body : JSON.stringify(opts.body);
@@ -690,6 +693,26 @@ function restClient(baseUrl: string): KmsClient {
   };
 }
 
+// A grpc-js interceptor that sends `authorization` on every call (grpc-js will not combine call credentials with an
+// insecure channel).
+export function withAuthorization(authorization: string): grpc.Interceptor {
+  return (options, nextCall) =>
+    new grpc.InterceptingCall(nextCall(options), {
+      start(metadata, listener, next) {
+        if (metadata.get("authorization").length === 0) metadata.set("authorization", authorization);
+        next(metadata, listener);
+      },
+    });
+}
+
+// A Connect interceptor that sends the admin token of the server at `baseUrl` unless the call has credentials.
+export function adminAuthInterceptor(baseUrl: string): Interceptor {
+  return (next) => (req) => {
+    if (!req.header.has("authorization")) req.header.set("authorization", adminAuth(baseUrl).authorization);
+    return next(req);
+  };
+}
+
 // --- the factory --------------------------------------------------------------------------------------------------
 
 // Connect JSON over HTTP/1.1, Connect binary over HTTP/2 (h2c), gRPC-web over HTTP/1.1: each with its own
@@ -702,17 +725,17 @@ export function createKmsClient(protocol: Protocol, baseUrl: string): KmsClient 
       return restClient(baseUrl);
     case "connect-json": {
       const agent = new http.Agent({ keepAlive: true });
-      const transport = createConnectTransport({ baseUrl, httpVersion: "1.1", useBinaryFormat: false, nodeOptions: { agent } });
+      const transport = createConnectTransport({ baseUrl, httpVersion: "1.1", useBinaryFormat: false, nodeOptions: { agent } , interceptors: [adminAuthInterceptor(baseUrl)] });
       return generatedClient(protocol, createClient(KeyManagerService, transport), () => agent.destroy());
     }
     case "connect-binary": {
       const sessionManager = new Http2SessionManager(baseUrl);
-      const transport = createConnectTransport({ baseUrl, httpVersion: "2", useBinaryFormat: true, sessionManager });
+      const transport = createConnectTransport({ baseUrl, httpVersion: "2", useBinaryFormat: true, sessionManager , interceptors: [adminAuthInterceptor(baseUrl)] });
       return generatedClient(protocol, createClient(KeyManagerService, transport), () => sessionManager.abort());
     }
     case "grpc-web": {
       const agent = new http.Agent({ keepAlive: true });
-      const transport = createGrpcWebTransport({ baseUrl, httpVersion: "1.1", useBinaryFormat: true, nodeOptions: { agent } });
+      const transport = createGrpcWebTransport({ baseUrl, httpVersion: "1.1", useBinaryFormat: true, nodeOptions: { agent } , interceptors: [adminAuthInterceptor(baseUrl)] });
       return generatedClient(protocol, createClient(KeyManagerService, transport), () => agent.destroy());
     }
   }

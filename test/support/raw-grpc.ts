@@ -1,4 +1,5 @@
 import http2 from "node:http2";
+import { adminAuth } from "./credentials.js";
 
 // gRPC with nothing between the test and the wire, so that exact headers and trailers can be compared.
 
@@ -20,7 +21,7 @@ export function frame(message: Uint8Array): Buffer {
 export function rawCall(url: string, path: string, body: Buffer, extra: http2.OutgoingHttpHeaders = {}): Promise<RawResponse> {
   return new Promise((resolve, reject) => {
     const session = http2.connect(url);
-    const req = session.request({ ":method": "POST", ":path": path, "content-type": "application/grpc", te: "trailers", ...extra });
+    const req = session.request({ ":method": "POST", ":path": path, "content-type": "application/grpc", te: "trailers", ...adminAuth(url), ...extra });
     let headers: http2.IncomingHttpHeaders = {};
     let trailers: http2.IncomingHttpHeaders = {};
     const chunks: Buffer[] = [];

@@ -7,6 +7,7 @@ import { build } from "../../src/server.js";
 import type { App } from "../../src/server.js";
 import type { Clock } from "../../src/shared/clock.js";
 import type { Stage } from "../../src/pipeline/stage.js";
+import { loginAsAdmin } from "./credentials.js";
 import { tempDir } from "./temp-dir.js";
 
 // Settings every test server shares: a free port on loopback, a fixed master key, and the short minimums the
@@ -21,10 +22,17 @@ const testEnv: Record<string, string> = {
   // CI runs the cross-protocol scenarios and bad-input tables a second time with CALL_PATH=connect, the
   // reference path the direct adapters must match (package.json "test").
   CALL_PATH: process.env.CLOUDPLANE_TEST_CALL_PATH ?? "direct",
+  // Tests move fake clocks by years (rotation, destruction); the admin token of test/support must outlive them.
+  // Tests of expiry set their own.
+  ACCESS_TOKEN_TTL_SECONDS: String(1000 * 365 * 24 * 3600),
 };
 
 export interface TestServer {
   url: string;
+  // The bootstrapped admin's token, also sent by default by every helper of test/support (credentials.ts).
+  token: string;
+  // The admin's principal id: `owner` of the keys and `createdBy` of the tasks the tests make as admin.
+  adminId: string;
   port: number;
   dataDir: string;
   app: App;
@@ -50,8 +58,11 @@ export async function startServer(
   });
   const app = build(config, createLogger(config.logLevel, sink), { clock: opts.clock, extraStages: opts.stages });
   const port = await app.listen();
+  const url = `http://127.0.0.1:${port}`;
   return {
-    url: `http://127.0.0.1:${port}`,
+    url,
+    token: await loginAsAdmin(url, dataDir),
+    adminId: app.identity.listServiceAccounts().find((a) => a.name === "admin")!.id,
     port,
     dataDir,
     app,
@@ -66,6 +77,7 @@ export async function startServer(
 
 export interface SpawnedServer {
   url: string;
+  token: string;
   port: number;
   // The server's process id, to read its memory from /proc or to check that it is still alive.
   pid: number;
@@ -97,8 +109,10 @@ export async function spawnServer(opts: { dataDir: string; env?: Record<string, 
     child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
     void exited.then(() => reject(new Error(`server exited before listening:\n${output}`)));
   });
+  const url = `http://127.0.0.1:${port}`;
   return {
-    url: `http://127.0.0.1:${port}`,
+    url,
+    token: await loginAsAdmin(url, opts.dataDir),
     port,
     pid: child.pid!,
     running: () => child.exitCode === null && child.signalCode === null,

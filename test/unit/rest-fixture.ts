@@ -56,7 +56,7 @@ function mapEntry(name: string, valueType: FieldDescriptorProto_Type, valueTypeN
 function rule(init: MessageInitShape<typeof HttpRuleSchema>) {
   const options = create(MethodOptionsSchema);
   setExtension(options, http, create(HttpRuleSchema, init));
-  setExtension(options, method_policy, create(MethodPolicySchema, { permission: "resttest.items.use" }));
+  setExtension(options, method_policy, create(MethodPolicySchema, { permission: "resttest.items.use", public: true }));
   return options;
 }
 

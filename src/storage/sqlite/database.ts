@@ -70,3 +70,13 @@ function configure(db: Database.Database): void {
   db.pragma("synchronous = FULL");
   db.pragma("foreign_keys = ON");
 }
+
+// A second connection to a database openDatabase has opened, for the audit trail (sqlite-audit-store.ts explains
+// its synchronous=NORMAL).
+export function openAuditConnection(dataDir: string): Database.Database {
+  const db = new Database(join(dataDir, DATABASE_FILE), { fileMustExist: true });
+  db.pragma("journal_mode = WAL");
+  db.pragma("synchronous = NORMAL");
+  db.pragma("busy_timeout = 5000");
+  return db;
+}

@@ -104,6 +104,65 @@ const migrations: { version: number; sql: string }[] = [
       ) STRICT;
     `,
   },
+  {
+    // Who may call (service accounts, their tokens and API keys), what they may do (grants), and what they did
+    // (the audit trail). Secrets are stored only as SHA-256 hashes (src/identity/secrets.ts). `generation`
+    // changes with every change of access, so that a server caching grants sees an operator command's change.
+    version: 4,
+    sql: `
+      CREATE TABLE identity_service_accounts (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE,
+        client_id TEXT NOT NULL UNIQUE,
+        secret_hash BLOB NOT NULL,
+        created_at INTEGER NOT NULL,
+        revoked_at INTEGER
+      ) STRICT;
+      CREATE TABLE identity_access_tokens (
+        id TEXT PRIMARY KEY,
+        principal_id TEXT NOT NULL REFERENCES identity_service_accounts (id),
+        secret_hash BLOB NOT NULL,
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL,
+        revoked_at INTEGER
+      ) STRICT;
+      CREATE INDEX identity_access_tokens_by_expiry ON identity_access_tokens (expires_at);
+      CREATE TABLE identity_api_keys (
+        id TEXT PRIMARY KEY,
+        principal_id TEXT NOT NULL REFERENCES identity_service_accounts (id),
+        workspace_id TEXT NOT NULL,
+        secret_hash BLOB NOT NULL,
+        created_at INTEGER NOT NULL,
+        revoked_at INTEGER
+      ) STRICT;
+      CREATE TABLE identity_grants (
+        id TEXT PRIMARY KEY,
+        principal_id TEXT NOT NULL REFERENCES identity_service_accounts (id),
+        role TEXT NOT NULL,
+        scope TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        UNIQUE (principal_id, role, scope)
+      ) STRICT;
+      CREATE TABLE identity_generation (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        generation INTEGER NOT NULL
+      ) STRICT;
+      INSERT INTO identity_generation (id, generation) VALUES (1, 0);
+      CREATE TABLE audit_records (
+        seq INTEGER PRIMARY KEY,
+        at INTEGER NOT NULL,
+        principal TEXT NOT NULL,
+        method TEXT NOT NULL,
+        protocol TEXT NOT NULL,
+        scope TEXT NOT NULL,
+        resource TEXT NOT NULL,
+        code INTEGER NOT NULL,
+        request_id TEXT NOT NULL
+      ) STRICT;
+      CREATE INDEX audit_records_by_time ON audit_records (at);
+      CREATE INDEX audit_records_by_principal ON audit_records (principal, at);
+    `,
+  },
 ];
 
 export function migrate(db: Database.Database): void {

@@ -1,5 +1,5 @@
 import type { JsonReadOptions, JsonWriteOptions } from "@bufbuild/protobuf";
-import { Code, ConnectError, createConnectRouter } from "@connectrpc/connect";
+import { Code, ConnectError, createConnectRouter, createContextValues } from "@connectrpc/connect";
 import type { ConnectRouter, ConnectRouterOptions } from "@connectrpc/connect";
 import { universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
 import type { Logger } from "pino";
@@ -8,7 +8,7 @@ import { acceptedCompressions } from "../compression.js";
 import type { NodeRequest, NodeResponse } from "../node-types.js";
 import type { UniversalHandler } from "./connect-internals.js";
 import { wrapHandler } from "./handler-wrapper.js";
-import { pipelineInterceptor } from "./pipeline-interceptor.js";
+import { addressKey, pipelineInterceptor } from "./pipeline-interceptor.js";
 
 export interface ConnectAdapterOptions extends Omit<ConnectRouterOptions, "interceptors"> {
   table: MethodTable;
@@ -47,7 +47,9 @@ export function createConnectAdapter(options: ConnectAdapterOptions): ConnectAda
       fallback(req, res);
       return;
     }
-    handler(universalRequestFromNodeRequest(req, res, undefined, undefined))
+    const contextValues = createContextValues();
+    contextValues.set(addressKey, req.socket);
+    handler(universalRequestFromNodeRequest(req, res, undefined, contextValues))
       .then((uRes) => universalResponseToNodeResponse(uRes, res))
       .catch((reason: unknown) => {
         // Aborted, or the response could not be written: the client went away, nothing is left to answer.

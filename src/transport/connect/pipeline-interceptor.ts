@@ -4,7 +4,7 @@ import type { Interceptor, StreamResponse, UnaryResponse } from "@connectrpc/con
 import type { Logger } from "pino";
 import { toConnectError } from "../../errors/to-connect-error.js";
 import { Call } from "../../pipeline/call.js";
-import type { Protocol } from "../../pipeline/call.js";
+import type { AddressSource, Protocol } from "../../pipeline/call.js";
 import { CallError, callErrorOf } from "../../pipeline/call-error.js";
 import type { MethodTable } from "../../pipeline/method-table.js";
 import { grpcContentTypeRegExp, grpcWebContentTypeRegExp } from "./connect-internals.js";
@@ -18,6 +18,10 @@ export const callKey = createContextKey<Call | undefined>(undefined, { descripti
 // Set by the REST adapter on the calls it sends through Connect in-process (CALL_PATH=connect), so that the
 // pipeline knows them as REST calls.
 export const viaRestKey = createContextKey<boolean>(false, { description: "a REST call sent through Connect" });
+
+// The caller's socket, set by the Connect adapter (and for REST calls sent through Connect, by the REST adapter) so
+// that the pipeline can read the caller's address.
+export const addressKey = createContextKey<AddressSource | null>(null, { description: "the caller's socket" });
 
 function protocolOf(contentType: string | null, viaRest: boolean): Protocol {
   if (viaRest) return "rest";
@@ -43,7 +47,7 @@ export function pipelineInterceptor(table: MethodTable, logger: Logger, maxMessa
     const entry = table.of(req.method);
     const protocol = protocolOf(req.header.get("content-type"), req.contextValues.get(viaRestKey));
     const request = req.stream ? create(req.method.input) : req.message;
-    const call = new Call(entry, protocol, request, req.header, null, null, req.signal);
+    const call = new Call(entry, protocol, request, req.header, null, null, req.contextValues.get(addressKey), req.signal);
     req.contextValues.set(callKey, call);
     // A stream's messages are read (and can fail to decode) while the handler runs: those are the caller's
     // mistakes, answered as the same request would be before the pipeline.

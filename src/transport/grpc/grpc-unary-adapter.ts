@@ -143,7 +143,7 @@ export class GrpcUnaryAdapter {
       this.refuse(stream, pending, new CallError(statusPartsOf(malformedBody(domain, "grpc")), false));
       return;
     }
-    const call = new Call(entry, "grpc", request, new NodeHeaders(pending.headers), null, stream);
+    const call = new Call(entry, "grpc", request, new NodeHeaders(pending.headers), null, stream, stream.session?.socket ?? null);
     let outcome;
     try {
       outcome = entry.invoke!(call);

@@ -10,7 +10,7 @@ import { Call, requestIdOf } from "../../pipeline/call.js";
 import { CallError, callErrorOf } from "../../pipeline/call-error.js";
 import { createTransport, createUniversalHandlerClient } from "../connect/connect-internals.js";
 import type { UniversalHandler } from "../connect/connect-internals.js";
-import { viaRestKey } from "../connect/pipeline-interceptor.js";
+import { addressKey, viaRestKey } from "../connect/pipeline-interceptor.js";
 import { NodeHeaders } from "../header-source.js";
 import type { NodeRequest, NodeResponse } from "../node-types.js";
 import { ClientGoneError, readBody } from "./body-reader.js";
@@ -97,7 +97,7 @@ type Invoke = (route: RestRoute, message: Message, req: NodeRequest, res: NodeRe
 
 // Straight into the pipeline.
 const invokeDirect: Invoke = async (route, message, req, res, requestId) => {
-  const call = new Call(route.entry, "rest", message, new NodeHeaders(req.headers), requestId, res);
+  const call = new Call(route.entry, "rest", message, new NodeHeaders(req.headers), requestId, res, req.socket);
   let response: unknown;
   try {
     response = await route.entry.invoke!(call);
@@ -118,13 +118,20 @@ function restHeaders(headers: readonly [string, string][] | null): Map<string, s
   return out;
 }
 
+// Carries the REST caller's address to the in-process Connect call, and only there: the marked handlers below
+// serve nothing but the REST adapter's own calls, and take the header off before Connect sees it.
+const PEER_ADDRESS_HEADER = "x-cloudplane-peer-address";
+
 // Through Connect's handlers in-process: the request re-encoded as Connect binary, the pipeline run by Connect's
 // interceptor, the answer decoded again.
 function connectInvoker(handlers: UniversalHandler[]): Invoke {
   // Marks each call as REST for the pipeline (the interceptor reads it from the call's context values).
   const marked = handlers.map((h) =>
     Object.assign((req: Parameters<UniversalHandler>[0]) => {
-      (req.contextValues ??= createContextValues()).set(viaRestKey, true);
+      const contextValues = (req.contextValues ??= createContextValues());
+      contextValues.set(viaRestKey, true);
+      contextValues.set(addressKey, { remoteAddress: req.header.get(PEER_ADDRESS_HEADER) ?? undefined });
+      req.header.delete(PEER_ADDRESS_HEADER);
       return h(req);
     }, h),
   );
@@ -147,6 +154,7 @@ function connectInvoker(handlers: UniversalHandler[]): Invoke {
     res.once("close", onClose);
     const header = forwardRequestHeaders(req.headers);
     header.set("x-request-id", requestId);
+    header.set(PEER_ADDRESS_HEADER, req.socket.remoteAddress ?? "unknown");
     try {
       const result = await transport.unary(route.method, abort.signal, undefined, header, message);
       return { status: 200, headers: responseHeadersOf(result.header, result.trailer), body: toRestJson(route.method.output, result.message) };

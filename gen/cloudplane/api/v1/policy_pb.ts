@@ -2,8 +2,8 @@
 // @generated from file cloudplane/api/v1/policy.proto (package cloudplane.api.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenExtension, GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
-import { extDesc, fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GenEnum, GenExtension, GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
+import { enumDesc, extDesc, fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
 import type { MethodOptions, ServiceOptions } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_descriptor } from "@bufbuild/protobuf/wkt";
 import type { Message } from "@bufbuild/protobuf";
@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file cloudplane/api/v1/policy.proto.
  */
 export const file_cloudplane_api_v1_policy: GenFile = /*@__PURE__*/
-  fileDesc("Ch5jbG91ZHBsYW5lL2FwaS92MS9wb2xpY3kucHJvdG8SEWNsb3VkcGxhbmUuYXBpLnYxIjgKDE1ldGhvZFBvbGljeRISCgpwZXJtaXNzaW9uGAEgASgJEhQKDGxvbmdfcnVubmluZxgCIAEoCCIlCg1TZXJ2aWNlUG9saWN5EhQKDGVycm9yX2RvbWFpbhgBIAEoCTpmCg1tZXRob2RfcG9saWN5Eh4uZ29vZ2xlLnByb3RvYnVmLk1ldGhvZE9wdGlvbnMYuI4DIAEoCzIfLmNsb3VkcGxhbmUuYXBpLnYxLk1ldGhvZFBvbGljeVIMbWV0aG9kUG9saWN5OmoKDnNlcnZpY2VfcG9saWN5Eh8uZ29vZ2xlLnByb3RvYnVmLlNlcnZpY2VPcHRpb25zGLiOAyABKAsyIC5jbG91ZHBsYW5lLmFwaS52MS5TZXJ2aWNlUG9saWN5Ug1zZXJ2aWNlUG9saWN5YgZwcm90bzM", [file_google_protobuf_descriptor]);
+  fileDesc("Ch5jbG91ZHBsYW5lL2FwaS92MS9wb2xpY3kucHJvdG8SEWNsb3VkcGxhbmUuYXBpLnYxIosBCgxNZXRob2RQb2xpY3kSEgoKcGVybWlzc2lvbhgBIAEoCRIUCgxsb25nX3J1bm5pbmcYAiABKAgSJwoFc2NvcGUYAyABKAsyGC5jbG91ZHBsYW5lLmFwaS52MS5TY29wZRIOCgZwdWJsaWMYBCABKAgSGAoQcmVxdWlyZXNfYXBpX2tleRgFIAEoCCKmAQoFU2NvcGUSKwoEa2luZBgBIAEoDjIdLmNsb3VkcGxhbmUuYXBpLnYxLlNjb3BlLktpbmQSDQoFZmllbGQYAiABKAkiYQoES2luZBIUChBLSU5EX1VOU1BFQ0lGSUVEEAASEQoNS01TX05BTUVTUEFDRRABEgsKB0tNU19LRVkQAhIUChBTRVJWSUNFX0lOU1RBTkNFEAMSDQoJV09SS1NQQUNFEAQiJQoNU2VydmljZVBvbGljeRIUCgxlcnJvcl9kb21haW4YASABKAk6ZgoNbWV0aG9kX3BvbGljeRIeLmdvb2dsZS5wcm90b2J1Zi5NZXRob2RPcHRpb25zGLiOAyABKAsyHy5jbG91ZHBsYW5lLmFwaS52MS5NZXRob2RQb2xpY3lSDG1ldGhvZFBvbGljeTpqCg5zZXJ2aWNlX3BvbGljeRIfLmdvb2dsZS5wcm90b2J1Zi5TZXJ2aWNlT3B0aW9ucxi4jgMgASgLMiAuY2xvdWRwbGFuZS5hcGkudjEuU2VydmljZVBvbGljeVINc2VydmljZVBvbGljeWIGcHJvdG8z", [file_google_protobuf_descriptor]);
 
 /**
  * How the call pipeline treats one RPC. Every method of a service the server
@@ -38,6 +38,30 @@ export type MethodPolicy = Message<"cloudplane.api.v1.MethodPolicy"> & {
    * @generated from field: bool long_running = 2;
    */
   longRunning: boolean;
+
+  /**
+   * Where the resource of the call lives, for the access check. Unset only on
+   * public methods.
+   *
+   * @generated from field: cloudplane.api.v1.Scope scope = 3;
+   */
+  scope?: Scope | undefined;
+
+  /**
+   * The call needs no credentials (obtaining a token). Every other method
+   * refuses a caller who is not authenticated.
+   *
+   * @generated from field: bool public = 4;
+   */
+  public: boolean;
+
+  /**
+   * The call needs an API key of the workspace named by x-workspace-id besides
+   * the token (the configuration calls of the platform's public API).
+   *
+   * @generated from field: bool requires_api_key = 5;
+   */
+  requiresApiKey: boolean;
 };
 
 /**
@@ -46,6 +70,84 @@ export type MethodPolicy = Message<"cloudplane.api.v1.MethodPolicy"> & {
  */
 export const MethodPolicySchema: GenMessage<MethodPolicy> = /*@__PURE__*/
   messageDesc(file_cloudplane_api_v1_policy, 0);
+
+/**
+ * The scope an access check is made on: grants are given on scopes.
+ *
+ * @generated from message cloudplane.api.v1.Scope
+ */
+export type Scope = Message<"cloudplane.api.v1.Scope"> & {
+  /**
+   * What kind of scope the call is on.
+   *
+   * @generated from field: cloudplane.api.v1.Scope.Kind kind = 1;
+   */
+  kind: Scope_Kind;
+
+  /**
+   * The request field (a proto name, dotted for nested fields, e.g. "key.id")
+   * that names the scope or the key; empty for WORKSPACE.
+   *
+   * @generated from field: string field = 2;
+   */
+  field: string;
+};
+
+/**
+ * Describes the message cloudplane.api.v1.Scope.
+ * Use `create(ScopeSchema)` to create a new message.
+ */
+export const ScopeSchema: GenMessage<Scope> = /*@__PURE__*/
+  messageDesc(file_cloudplane_api_v1_policy, 1);
+
+/**
+ * Kinds of scope.
+ *
+ * @generated from enum cloudplane.api.v1.Scope.Kind
+ */
+export enum Scope_Kind {
+  /**
+   * Not set: refused at start-up, except on public methods.
+   *
+   * @generated from enum value: KIND_UNSPECIFIED = 0;
+   */
+  KIND_UNSPECIFIED = 0,
+
+  /**
+   * A KMS namespace (parentId), named by a request field.
+   *
+   * @generated from enum value: KMS_NAMESPACE = 1;
+   */
+  KMS_NAMESPACE = 1,
+
+  /**
+   * The namespace of the KMS key a request field names by id. A key in a
+   * namespace the caller cannot read is answered as if it did not exist.
+   *
+   * @generated from enum value: KMS_KEY = 2;
+   */
+  KMS_KEY = 2,
+
+  /**
+   * A service instance (vDC), named by a request field.
+   *
+   * @generated from enum value: SERVICE_INSTANCE = 3;
+   */
+  SERVICE_INSTANCE = 3,
+
+  /**
+   * The workspace of the x-workspace-id header.
+   *
+   * @generated from enum value: WORKSPACE = 4;
+   */
+  WORKSPACE = 4,
+}
+
+/**
+ * Describes the enum cloudplane.api.v1.Scope.Kind.
+ */
+export const Scope_KindSchema: GenEnum<Scope_Kind> = /*@__PURE__*/
+  enumDesc(file_cloudplane_api_v1_policy, 1, 0);
 
 /**
  * What the pipeline needs to know about a whole service.
@@ -67,7 +169,7 @@ export type ServicePolicy = Message<"cloudplane.api.v1.ServicePolicy"> & {
  * Use `create(ServicePolicySchema)` to create a new message.
  */
 export const ServicePolicySchema: GenMessage<ServicePolicy> = /*@__PURE__*/
-  messageDesc(file_cloudplane_api_v1_policy, 1);
+  messageDesc(file_cloudplane_api_v1_policy, 2);
 
 /**
  * @generated from extension: cloudplane.api.v1.MethodPolicy method_policy = 51000;

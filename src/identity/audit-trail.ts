@@ -1,0 +1,46 @@
+import type { Logger } from "pino";
+import type { AuditStore } from "../storage/identity-store.js";
+import type { AuditRecord } from "./identity-model.js";
+
+// Appends the audit records of calls in batches: every record of one turn of the event loop goes into the store in
+// one transaction (a transaction per record would cost more than an Encrypt), and every call of the batch waits
+// for it, so that a record that cannot be stored fails its call instead of being lost quietly.
+export class AuditTrail {
+  private pending: AuditRecord[] = [];
+  private batch: Promise<void> | null = null;
+  private settle: { resolve: () => void; reject: (err: unknown) => void } | null = null;
+
+  constructor(
+    private readonly store: AuditStore,
+    private readonly logger: Logger,
+  ) {}
+
+  // Resolves once the record is stored; rejects when it could not be.
+  append(record: AuditRecord): Promise<void> {
+    this.pending.push(record);
+    if (this.batch === null) {
+      this.batch = new Promise<void>((resolve, reject) => {
+        this.settle = { resolve, reject };
+      });
+      setImmediate(() => this.flush());
+    }
+    return this.batch;
+  }
+
+  // Stores what is pending now (also at shutdown, so that no answered call goes unrecorded).
+  flush(): void {
+    const records = this.pending;
+    const settle = this.settle;
+    this.pending = [];
+    this.batch = null;
+    this.settle = null;
+    if (settle === null) return;
+    try {
+      this.store.append(records);
+      settle.resolve();
+    } catch (err) {
+      this.logger.error({ err, records: records.length }, "could not append to the audit trail; the calls fail");
+      settle.reject(err);
+    }
+  }
+}

@@ -1,0 +1,157 @@
+import type { Credentials } from "../pipeline/call.js";
+import type { ErrorDomain } from "../errors/reasons.js";
+import type { Clock } from "../shared/clock.js";
+import type { IdentityStore } from "../storage/identity-store.js";
+import { FailureLimiter } from "./failure-limiter.js";
+import { apiKeyOfAnotherWorkspace, tooManyFailedAuthentications, unauthenticated } from "./identity-errors.js";
+import { hashSecret, idOf, issueSecret, secretMatches } from "./secrets.js";
+
+export interface AuthenticatorSettings {
+  tokenTtlMs: number;
+  failuresPerMinute: number;
+}
+
+// A verified credential as the per-call check needs it; cached by id until access changes.
+interface KnownCredential {
+  principalId: string;
+  hash: Uint8Array;
+  // Null for API keys, which do not expire.
+  expiresAt: number | null;
+  revoked: boolean;
+  workspaceId: string | null;
+}
+
+export interface IssuedToken {
+  text: string;
+  expiresInSeconds: number;
+  principalId: string;
+}
+
+// Bounds the cache of known credentials; the oldest goes first and is read again from the store when used.
+const MAX_CACHED = 100_000;
+
+// A hash to compare against when the client id is unknown, so that a wrong client id takes as long as a wrong
+// secret.
+const NO_ACCOUNT_HASH = hashSecret("no such account");
+
+// Decides who a caller is from the credentials it sent: an access token in Authorization, an API key in x-api-key
+// (with the workspace it belongs to in x-workspace-id), or both, which must then be one principal's. Issues the
+// tokens too. Failed attempts are counted per source address (and per client id at ServiceAuth), and a source
+// that failed too often is refused before anything is checked.
+export class Authenticator {
+  private readonly known = { "access-token": new Map<string, KnownCredential>(), "api-key": new Map<string, KnownCredential>() };
+  private readonly bySource: FailureLimiter;
+  private readonly byClientId: FailureLimiter;
+
+  constructor(
+    private readonly store: IdentityStore,
+    private readonly clock: Clock,
+    private readonly settings: AuthenticatorSettings,
+  ) {
+    this.bySource = new FailureLimiter(settings.failuresPerMinute);
+    this.byClientId = new FailureLimiter(settings.failuresPerMinute);
+  }
+
+  // Forgets every cached credential: access changed in the store.
+  clear(): void {
+    this.known["access-token"].clear();
+    this.known["api-key"].clear();
+  }
+
+  // The principal id of the caller; throws UNAUTHENTICATED (or PERMISSION_DENIED for an API key of another
+  // workspace), or rejects with RESOURCE_EXHAUSTED once the source has failed too often. Synchronous on success.
+  authenticate(credentials: Credentials, source: string, domain: ErrorDomain): string | Promise<never> {
+    const blocked = this.bySource.blockedFor(source);
+    if (blocked > 0) throw tooManyFailedAuthentications(domain, "address", blocked);
+    let principal: string | null = null;
+    if (credentials.token !== undefined) {
+      const token = this.check("access-token", credentials.token);
+      if (typeof token === "string") return this.failed(source, domain, `the access token in Authorization ${token}`);
+      principal = token.principalId;
+    }
+    if (credentials.apiKey !== undefined) {
+      if (credentials.workspaceId === undefined) {
+        return this.failed(source, domain, "x-api-key was sent without x-workspace-id, the workspace the key belongs to");
+      }
+      const key = this.check("api-key", credentials.apiKey);
+      if (typeof key === "string") return this.failed(source, domain, `the API key in x-api-key ${key}`);
+      if (key.workspaceId !== credentials.workspaceId) throw apiKeyOfAnotherWorkspace(domain);
+      if (principal !== null && principal !== key.principalId) {
+        return this.failed(source, domain, "the access token and the API key belong to two different principals");
+      }
+      principal = key.principalId;
+    }
+    if (principal === null) {
+      throw unauthenticated(
+        domain,
+        credentials.workspaceId !== undefined
+          ? "the call carries x-workspace-id but no credentials: send Authorization: Bearer <token> (and x-api-key where required)"
+          : "the call carries no credentials: send Authorization: Bearer <token>, a token from POST /public/v2/service_auth",
+      );
+    }
+    return principal;
+  }
+
+  // Exchanges a service account's client id and secret for a new access token.
+  async issueToken(clientId: string, clientSecret: string, source: string, domain: ErrorDomain): Promise<IssuedToken> {
+    const sourceBlocked = this.bySource.blockedFor(source);
+    if (sourceBlocked > 0) throw tooManyFailedAuthentications(domain, "address", sourceBlocked);
+    const clientBlocked = this.byClientId.blockedFor(clientId);
+    if (clientBlocked > 0) throw tooManyFailedAuthentications(domain, "client id", clientBlocked);
+    const account = clientId.length <= 200 ? this.store.serviceAccountByClientId(clientId) : null;
+    const matches = secretMatches(clientSecret, account?.secretHash ?? NO_ACCOUNT_HASH);
+    if (account === null || !matches || account.revokedAt !== null) {
+      const [bySource, byClient] = await Promise.all([this.bySource.fail(source), this.byClientId.fail(clientId)]);
+      if (bySource > 0) throw tooManyFailedAuthentications(domain, "address", bySource);
+      if (byClient > 0) throw tooManyFailedAuthentications(domain, "client id", byClient);
+      throw unauthenticated(domain, "client_id or client_secret is wrong, or the service account was revoked");
+    }
+    const now = this.clock.now();
+    const secret = issueSecret("access-token");
+    this.store.insertAccessToken({
+      id: secret.id,
+      principalId: account.id,
+      secretHash: secret.hash,
+      createdAt: now,
+      expiresAt: now + this.settings.tokenTtlMs,
+      revokedAt: null,
+    });
+    return { text: secret.text, expiresInSeconds: Math.floor(this.settings.tokenTtlMs / 1000), principalId: account.id };
+  }
+
+  // The credential, or what is wrong with it (completing "the access token ... <is not valid>").
+  private check(kind: "access-token" | "api-key", presented: string): KnownCredential | string {
+    const id = idOf(kind, presented);
+    if (id === null) return "is not one the server issued";
+    const credential = this.known[kind].get(id) ?? this.load(kind, id);
+    if (credential === null || !secretMatches(presented, credential.hash)) return "is not valid";
+    if (credential.revoked) return "has been revoked";
+    if (credential.expiresAt !== null && credential.expiresAt <= this.clock.now()) {
+      return "has expired: get a new one from POST /public/v2/service_auth";
+    }
+    return credential;
+  }
+
+  private load(kind: "access-token" | "api-key", id: string): KnownCredential | null {
+    const found = kind === "access-token" ? this.store.accessTokenCheck(id) : this.store.apiKeyCheck(id);
+    if (found === null) return null;
+    const r = found.record;
+    const credential: KnownCredential = {
+      principalId: r.principalId,
+      hash: r.secretHash,
+      expiresAt: "expiresAt" in r ? r.expiresAt : null,
+      revoked: r.revokedAt !== null || found.accountRevokedAt !== null,
+      workspaceId: "workspaceId" in r ? r.workspaceId : null,
+    };
+    const known = this.known[kind];
+    if (known.size >= MAX_CACHED) known.delete(known.keys().next().value!);
+    known.set(id, credential);
+    return credential;
+  }
+
+  private async failed(source: string, domain: ErrorDomain, what: string): Promise<never> {
+    const blocked = await this.bySource.fail(source);
+    if (blocked > 0) throw tooManyFailedAuthentications(domain, "address", blocked);
+    throw unauthenticated(domain, what);
+  }
+}

@@ -1,0 +1,23 @@
+import { join } from "node:path";
+import type { Logger } from "pino";
+import { writeFileAtomically } from "../shared/durable-file.js";
+import type { IdentityAdmin } from "./identity-admin.js";
+
+export const ADMIN_CREDENTIALS_FILE = "admin-credentials.json";
+
+// On the first start of an empty store: an admin service account with the admin role on every scope, its
+// credentials written to a file of the data directory that only the server's user can read. The log says where,
+// never what. The file is on disk before the account is stored, so that a crash in between leaves an empty store
+// (and the next start does it again) rather than an admin nobody can log in as.
+export function bootstrapAdmin(admin: IdentityAdmin, dataDir: string, logger: Logger): void {
+  if (!admin.hasNoAccounts()) return;
+  const path = join(dataDir, ADMIN_CREDENTIALS_FILE);
+  const prepared = admin.prepareServiceAccount("admin");
+  const credentials = { client_id: prepared.clientId, client_secret: prepared.clientSecret, token_url: "/public/v2/service_auth" };
+  writeFileAtomically(path, `${JSON.stringify(credentials, null, 2)}\n`);
+  admin.storeServiceAccount(prepared, [["admin", "*"]]);
+  logger.info(
+    { file: path },
+    "created the admin service account; its client id and secret are in this file, readable by this user only: exchange them for a token at POST /public/v2/service_auth",
+  );
+}

@@ -1,0 +1,155 @@
+import type { Clock } from "../shared/clock.js";
+import type { IdentityStore } from "../storage/identity-store.js";
+import type { ApiKeyRecord, GrantRecord, ServiceAccountRecord } from "./identity-model.js";
+import { isRole, roleNames } from "./roles.js";
+import { formatScope, parseScope } from "./scopes.js";
+import { issueSecret, newId } from "./secrets.js";
+
+// The account's client secret, or an API key's text: shown once, when it is made.
+export interface NewServiceAccount {
+  account: ServiceAccountRecord;
+  clientId: string;
+  clientSecret: string;
+}
+
+export interface NewApiKey {
+  key: ApiKeyRecord;
+  text: string;
+}
+
+// A failure of an administrative request, with what to do about it (the operator command prints the message).
+export class AdminError extends Error {}
+
+const ACCOUNT_NAME = /^[a-z][a-z0-9-]{1,62}$/;
+
+// Administration of principals, credentials and grants: what the bootstrap and the operator command do, on the
+// same store the server reads.
+export class IdentityAdmin {
+  constructor(
+    private readonly store: IdentityStore,
+    private readonly clock: Clock,
+    // Called after every change, so that the server this runs in drops its cached credentials and grants at once
+    // (another process's server notices within a second: access-watcher.ts).
+    private readonly changed: () => void = () => {},
+  ) {}
+
+  hasNoAccounts(): boolean {
+    return this.store.hasNoAccounts();
+  }
+
+  // Makes the account's records and secret without storing them (bootstrap writes the secret down first).
+  prepareServiceAccount(name: string): NewServiceAccount {
+    if (!ACCOUNT_NAME.test(name)) throw new AdminError(`account name "${name}" must match ${ACCOUNT_NAME.source}`);
+    if (this.store.serviceAccount(name) !== null) throw new AdminError(`a service account named "${name}" exists already`);
+    const clientId = `sa-${newId(9)}`;
+    const secret = issueSecret("client-secret", clientId);
+    const account: ServiceAccountRecord = {
+      id: `principal-${newId(9)}`,
+      name,
+      clientId,
+      secretHash: secret.hash,
+      createdAt: this.clock.now(),
+      revokedAt: null,
+    };
+    return { account, clientId, clientSecret: secret.text };
+  }
+
+  // Stores a prepared account with grants of [role, scope], in one transaction.
+  storeServiceAccount(prepared: NewServiceAccount, grants: readonly [string, string][] = []): void {
+    const records = grants.map(([role, scope]) => this.grantRecord(prepared.account, role, scope));
+    this.store.createServiceAccount(prepared.account, records);
+    this.changed();
+  }
+
+  createServiceAccount(name: string, grants: readonly [string, string][] = []): NewServiceAccount {
+    const prepared = this.prepareServiceAccount(name);
+    this.storeServiceAccount(prepared, grants);
+    return prepared;
+  }
+
+  listServiceAccounts(): ServiceAccountRecord[] {
+    return this.store.listServiceAccounts();
+  }
+
+  // Revokes the account with every token and API key it has.
+  revokeServiceAccount(idOrName: string): ServiceAccountRecord {
+    const account = this.account(idOrName);
+    if (!this.store.revokeServiceAccount(account.id, this.clock.now())) throw new AdminError(`service account ${account.name} is revoked already`);
+    this.changed();
+    return account;
+  }
+
+  revokeTokens(idOrName: string): number {
+    const revoked = this.store.revokeAccessTokens(this.account(idOrName).id, this.clock.now());
+    this.changed();
+    return revoked;
+  }
+
+  createApiKey(idOrName: string, workspaceId: string): NewApiKey {
+    const account = this.live(idOrName);
+    if (!/^[A-Za-z0-9._-]{1,64}$/.test(workspaceId)) throw new AdminError(`workspace id "${workspaceId}" must be 1-64 characters of [A-Za-z0-9._-]`);
+    const secret = issueSecret("api-key");
+    const key: ApiKeyRecord = {
+      id: secret.id,
+      principalId: account.id,
+      workspaceId,
+      secretHash: secret.hash,
+      createdAt: this.clock.now(),
+      revokedAt: null,
+    };
+    this.store.insertApiKey(key);
+    this.changed();
+    return { key, text: secret.text };
+  }
+
+  listApiKeys(idOrName?: string): ApiKeyRecord[] {
+    return this.store.listApiKeys(idOrName === undefined ? undefined : this.account(idOrName).id);
+  }
+
+  revokeApiKey(id: string): void {
+    if (!this.store.revokeApiKey(id, this.clock.now())) throw new AdminError(`no live API key has id ${id}`);
+    this.changed();
+  }
+
+  grant(idOrName: string, role: string, scope: string): GrantRecord {
+    const stored = this.store.insertGrant(this.grantRecord(this.live(idOrName), role, scope));
+    this.changed();
+    return stored;
+  }
+
+  private grantRecord(account: ServiceAccountRecord, role: string, scope: string): GrantRecord {
+    if (!isRole(role)) throw new AdminError(`role "${role}" is not one of ${roleNames.join(", ")}`);
+    let parsed;
+    try {
+      parsed = parseScope(scope);
+    } catch (err) {
+      throw new AdminError((err as Error).message);
+    }
+    return { id: `grant-${newId(9)}`, principalId: account.id, role, scope: parsed, createdAt: this.clock.now() };
+  }
+
+  listGrants(idOrName?: string): GrantRecord[] {
+    return this.store.listGrants(idOrName === undefined ? undefined : this.account(idOrName).id);
+  }
+
+  revokeGrant(id: string): void {
+    if (!this.store.deleteGrant(id)) throw new AdminError(`no grant has id ${id}`);
+    this.changed();
+  }
+
+  describeGrant(grant: GrantRecord): string {
+    return `${grant.role} on ${formatScope(grant.scope)}`;
+  }
+
+  private account(idOrName: string): ServiceAccountRecord {
+    const account = this.store.serviceAccount(idOrName);
+    if (account === null) throw new AdminError(`no service account has id or name "${idOrName}"`);
+    return account;
+  }
+
+  private live(idOrName: string): ServiceAccountRecord {
+    const account = this.account(idOrName);
+    if (account.revokedAt !== null) throw new AdminError(`service account ${account.name} is revoked`);
+    return account;
+  }
+}

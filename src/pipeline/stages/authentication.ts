@@ -1,0 +1,20 @@
+import type { Authenticator } from "../../identity/authenticator.js";
+import { unauthenticated } from "../../identity/identity-errors.js";
+import type { Stage } from "../stage.js";
+
+// Establishes who the caller is from the credentials the credentials stage read; refuses a caller who is not
+// authenticated (UNAUTHENTICATED), except on the public methods (health, reflection, obtaining a token).
+export function authenticationStage(authenticator: Authenticator): Stage {
+  return (call, next) => {
+    const policy = call.entry.policy;
+    if (policy.public) return next(call);
+    const principal = authenticator.authenticate(call.credentials, call.peerAddress, policy.domain);
+    // A failure is counted against the caller's address before it is answered, asynchronously.
+    if (typeof principal !== "string") return principal;
+    if (policy.requiresApiKey && call.credentials.apiKey === undefined) {
+      throw unauthenticated(policy.domain, "this call needs x-api-key and x-workspace-id besides Authorization");
+    }
+    call.principal = principal;
+    return next(call);
+  };
+}

@@ -1,0 +1,62 @@
+import type { AccessPolicy } from "../../identity/access-policy.js";
+import { permissionDenied } from "../../identity/identity-errors.js";
+import { formatScope } from "../../identity/scopes.js";
+import type { Scope } from "../../identity/scopes.js";
+import type { Call } from "../call.js";
+import type { Next, Outcome, Stage } from "../stage.js";
+
+// How the authorization stage learns the namespace of a key a request names by id (from the key manager, whose
+// cache answers most calls synchronously), and the error a caller gets for a key that does not exist.
+export interface KeyScopes {
+  // Null when no live key has the id: its handler then answers NOT_FOUND.
+  namespaceOfKey(keyId: string): string | null | Promise<string | null>;
+  keyNotFound(keyId: string): Error;
+}
+
+// Checks that the caller's grants allow the method's permission on the call's scope (CONTRACT section 4:
+// PERMISSION_DENIED). A caller with no grant at all on the namespace of a key it names by id is answered exactly
+// as if the key did not exist, so that key ids reveal nothing across namespaces.
+export function authorizationStage(access: AccessPolicy, keys: KeyScopes): Stage {
+  function denied(call: Call, scope: string): never {
+    const { permission, domain } = call.entry.policy;
+    const where = scope === "" ? "any scope" : scope;
+    throw permissionDenied(domain, `principal ${call.principal} lacks permission ${permission} on ${where}`, { permission, scope });
+  }
+
+  function onScope(call: Call, scope: Scope, next: Next, hide: (() => never) | null): Outcome {
+    call.scope = formatScope(scope);
+    const decision = access.decide(call.principal, call.entry.policy.permission, scope);
+    if (decision === "allowed") return next(call);
+    if (decision === "hidden" && hide !== null) hide();
+    return denied(call, call.scope);
+  }
+
+  function onKey(call: Call, keyId: string, namespace: string | null, next: Next): Outcome {
+    // No such key: the handler says so, as it would to anyone allowed to look.
+    if (namespace === null) return next(call);
+    return onScope(call, { kind: "kms-namespace", id: namespace }, next, () => {
+      throw keys.keyNotFound(keyId);
+    });
+  }
+
+  return (call, next) => {
+    const { scope: rule, permission } = call.entry.policy;
+    if (rule === null) return next(call);
+    // A principal that may not do this anywhere is refused whatever the request names, which reveals nothing.
+    if (!access.allowedSomewhere(call.principal, permission)) return denied(call, "");
+    const id = rule.read === null ? (call.credentials.workspaceId ?? "") : rule.read(call.request);
+    // The request names no scope; its handler refuses it as invalid.
+    if (id === "") return next(call);
+    switch (rule.kind) {
+      case "kms-key": {
+        const namespace = keys.namespaceOfKey(id);
+        if (namespace instanceof Promise) return namespace.then((found) => onKey(call, id, found, next));
+        return onKey(call, id, namespace, next);
+      }
+      case "kms-namespace":
+      case "service-instance":
+      case "workspace":
+        return onScope(call, { kind: rule.kind, id }, next, null);
+    }
+  };
+}
