@@ -1,0 +1,183 @@
+import { parseArgs } from "node:util";
+import { AdminError } from "../identity/identity-admin.js";
+import type { IdentityAdmin } from "../identity/identity-admin.js";
+import type { AuditRecord } from "../identity/identity-model.js";
+import { roleDescriptions, roleNames } from "../identity/roles.js";
+import { formatScope, scopeKinds } from "../identity/scopes.js";
+import type { AuditStore } from "../storage/identity-store.js";
+
+export const adminHelp = `Usage: cloudplane-admin [--data-dir DIR] [--json] <command> [arguments]
+
+Manages who may call the server, on the store of the data directory (DATA_DIR; default ./data). It works while the
+server runs: a change takes effect within a second.
+
+  accounts create NAME [--grant ROLE@SCOPE ...]  make a service account; prints its client id and secret once
+  accounts list                                  list service accounts
+  accounts revoke ACCOUNT                        revoke an account with all its tokens and API keys
+  tokens revoke ACCOUNT                          revoke every access token of an account
+  api-keys create ACCOUNT --workspace ID         make an API key of a workspace; prints it once
+  api-keys list [ACCOUNT]                        list API keys (never the keys themselves)
+  api-keys revoke KEY_ID                         revoke an API key
+  grants add ACCOUNT ROLE SCOPE                  grant a role on a scope
+  grants list [ACCOUNT]                          list grants
+  grants remove GRANT_ID                         remove a grant
+  audit [--since T] [--until T] [--principal ACCOUNT] [--resource R] [--limit N]
+                                                 print audit records, oldest first (T: ISO 8601 time)
+
+ACCOUNT is an account's name or principal id. Roles: ${roleNames.join(", ")}.
+SCOPE is "*" (everything), "<kind>:*" or "<kind>:<id>", kind one of ${scopeKinds.join(", ")};
+for example kms-namespace:payments or service-instance:vdc-a.
+`;
+
+export class UsageError extends Error {}
+
+export interface AdminContext {
+  admin: IdentityAdmin;
+  audit: AuditStore;
+  print(line: string): void;
+}
+
+function iso(ms: number | null): string {
+  return ms === null ? "" : new Date(ms).toISOString();
+}
+
+function time(text: string | undefined, flag: string): number | undefined {
+  if (text === undefined) return undefined;
+  const ms = Date.parse(text);
+  if (Number.isNaN(ms)) throw new UsageError(`${flag} must be an ISO 8601 time such as 2026-11-23T10:00:00Z, got "${text}"`);
+  return ms;
+}
+
+function arg(args: string[], i: number, what: string): string {
+  const value = args[i];
+  if (value === undefined) throw new UsageError(`missing ${what}`);
+  return value;
+}
+
+// Runs one command; throws UsageError or AdminError with a message for the operator.
+export function runAdminCommand(argv: string[], ctx: AdminContext): void {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    options: {
+      "data-dir": { type: "string" },
+      json: { type: "boolean" },
+      grant: { type: "string", multiple: true },
+      workspace: { type: "string" },
+      since: { type: "string" },
+      until: { type: "string" },
+      principal: { type: "string" },
+      resource: { type: "string" },
+      limit: { type: "string" },
+    },
+    allowPositionals: true,
+    strict: true,
+  });
+  const json = values.json === true;
+  const out = (human: string, data: unknown): void => ctx.print(json ? JSON.stringify(data) : human);
+  const [group, action, ...rest] = positionals;
+  const { admin } = ctx;
+  switch (`${group ?? ""} ${action ?? ""}`.trim()) {
+    case "accounts create": {
+      const grants = (values.grant ?? []).map((g): [string, string] => {
+        const at = g.indexOf("@");
+        if (at < 0) throw new UsageError(`--grant takes ROLE@SCOPE, got "${g}"`);
+        return [g.slice(0, at), g.slice(at + 1)];
+      });
+      const created = admin.createServiceAccount(arg(rest, 0, "NAME"), grants);
+      out(
+        `created service account ${created.account.name} (principal ${created.account.id})\nclient_id: ${created.clientId}\nclient_secret: ${created.clientSecret}\nThe secret is shown only now; the server keeps only its hash.`,
+        { name: created.account.name, principalId: created.account.id, client_id: created.clientId, client_secret: created.clientSecret },
+      );
+      return;
+    }
+    case "accounts list":
+      for (const a of admin.listServiceAccounts()) {
+        out(`${a.name}\t${a.id}\t${a.clientId}\tcreated ${iso(a.createdAt)}${a.revokedAt === null ? "" : `\trevoked ${iso(a.revokedAt)}`}`, {
+          name: a.name,
+          principalId: a.id,
+          clientId: a.clientId,
+          createdAt: iso(a.createdAt),
+          revokedAt: a.revokedAt === null ? null : iso(a.revokedAt),
+        });
+      }
+      return;
+    case "accounts revoke": {
+      const account = admin.revokeServiceAccount(arg(rest, 0, "ACCOUNT"));
+      out(`revoked service account ${account.name} with all its tokens and API keys`, { revoked: account.id });
+      return;
+    }
+    case "tokens revoke": {
+      const count = admin.revokeTokens(arg(rest, 0, "ACCOUNT"));
+      out(`revoked ${count} access token(s)`, { revokedTokens: count });
+      return;
+    }
+    case "api-keys create": {
+      if (values.workspace === undefined) throw new UsageError("api-keys create needs --workspace ID");
+      const created = admin.createApiKey(arg(rest, 0, "ACCOUNT"), values.workspace);
+      out(
+        `created API key ${created.key.id} of workspace ${created.key.workspaceId}\napi_key: ${created.text}\nSend it as x-api-key with x-workspace-id: ${created.key.workspaceId}. It is shown only now.`,
+        { id: created.key.id, workspaceId: created.key.workspaceId, api_key: created.text },
+      );
+      return;
+    }
+    case "api-keys list":
+      for (const k of admin.listApiKeys(rest[0])) {
+        out(`${k.id}\tprincipal ${k.principalId}\tworkspace ${k.workspaceId}\tcreated ${iso(k.createdAt)}${k.revokedAt === null ? "" : `\trevoked ${iso(k.revokedAt)}`}`, {
+          id: k.id,
+          principalId: k.principalId,
+          workspaceId: k.workspaceId,
+          createdAt: iso(k.createdAt),
+          revokedAt: k.revokedAt === null ? null : iso(k.revokedAt),
+        });
+      }
+      return;
+    case "api-keys revoke":
+      admin.revokeApiKey(arg(rest, 0, "KEY_ID"));
+      out("revoked", { revoked: rest[0] });
+      return;
+    case "grants add": {
+      const grant = admin.grant(arg(rest, 0, "ACCOUNT"), arg(rest, 1, "ROLE"), arg(rest, 2, "SCOPE"));
+      out(`granted ${admin.describeGrant(grant)} (grant ${grant.id}): ${roleDescriptions[grant.role]}`, {
+        id: grant.id,
+        principalId: grant.principalId,
+        role: grant.role,
+        scope: formatScope(grant.scope),
+      });
+      return;
+    }
+    case "grants list":
+      for (const g of admin.listGrants(rest[0])) {
+        out(`${g.id}\tprincipal ${g.principalId}\t${admin.describeGrant(g)}`, { id: g.id, principalId: g.principalId, role: g.role, scope: formatScope(g.scope) });
+      }
+      return;
+    case "grants remove":
+      admin.revokeGrant(arg(rest, 0, "GRANT_ID"));
+      out("removed", { removed: rest[0] });
+      return;
+    case "audit": {
+      const limit = values.limit === undefined ? 1000 : Number(values.limit);
+      if (!Number.isInteger(limit) || limit < 1) throw new UsageError(`--limit must be a positive integer, got "${values.limit}"`);
+      let principal = values.principal;
+      if (principal !== undefined && principal !== "anonymous") {
+        principal = admin.listServiceAccounts().find((a) => a.name === principal || a.id === principal)?.id ?? principal;
+      }
+      const records = ctx.audit.query({
+        since: time(values.since, "--since"),
+        until: time(values.until, "--until"),
+        principal,
+        resource: values.resource,
+        limit,
+      });
+      for (const r of records) out(auditLine(r), { ...r, at: iso(r.at) });
+      return;
+    }
+    default:
+      throw new UsageError(`unknown command "${positionals.join(" ")}"`);
+  }
+}
+
+function auditLine(r: AuditRecord): string {
+  return [iso(r.at), r.principal, r.method, r.protocol, r.scope || "-", r.resource, `code=${r.code}`, `request=${r.requestId}`].join("\t");
+}
+
+export { AdminError };

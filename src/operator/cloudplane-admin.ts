@@ -1,0 +1,46 @@
+#!/usr/bin/env node
+import { writeSync } from "node:fs";
+import { parseArgs } from "node:util";
+import { AdminError, IdentityAdmin } from "../identity/identity-admin.js";
+import { systemClock } from "../shared/clock.js";
+import { openDatabase } from "../storage/sqlite/database.js";
+import { SqliteAuditStore } from "../storage/sqlite/sqlite-audit-store.js";
+import { SqliteIdentityStore } from "../storage/sqlite/sqlite-identity-store.js";
+import { adminHelp, runAdminCommand, UsageError } from "./admin-command.js";
+
+// cloudplane-admin (npm run admin -- ...): service accounts, API keys, grants and the audit trail, on the store of
+// a data directory, while the server runs or not (admin-command.ts has the commands).
+
+function print(line: string): void {
+  writeSync(1, `${line}\n`);
+}
+
+function main(argv: string[], env: NodeJS.ProcessEnv): number {
+  // --data-dir and --help are read first; the command checks every argument (it knows --data-dir too).
+  const { values } = parseArgs({
+    args: argv,
+    options: { "data-dir": { type: "string" }, help: { type: "boolean" } },
+    strict: false,
+    allowPositionals: true,
+  });
+  if (values.help === true || argv.length === 0) {
+    print(adminHelp);
+    return 0;
+  }
+  const dataDir = typeof values["data-dir"] === "string" ? values["data-dir"] : (env.DATA_DIR ?? "./data");
+  const db = openDatabase(dataDir);
+  try {
+    runAdminCommand(argv, { admin: new IdentityAdmin(new SqliteIdentityStore(db), systemClock), audit: new SqliteAuditStore(db), print });
+    return 0;
+  } catch (err) {
+    if (err instanceof UsageError || err instanceof AdminError || (err as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")) {
+      writeSync(2, `cloudplane-admin: ${(err as Error).message}\n(cloudplane-admin --help lists the commands)\n`);
+      return 2;
+    }
+    throw err;
+  } finally {
+    db.close();
+  }
+}
+
+process.exitCode = main(process.argv.slice(2), process.env);
