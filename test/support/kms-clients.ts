@@ -668,9 +668,9 @@ function restClient(baseUrl: string): KmsClient {
     getVersion: async (keyId, v) => (await call("GET", version(keyId, v))) as KeyVersionJson,
     destroyVersion: async (keyId, v) => (await call("DELETE", version(keyId, v))) as KeyVersionJson,
     // The seed sends no payload on these.
-    disableVersion: async (keyId, v) => (await call("POST", `${version(keyId, v)}/disable`)) as KeyVersionJson,
-    enableVersion: async (keyId, v) => (await call("POST", `${version(keyId, v)}/enable`)) as KeyVersionJson,
-    restoreVersion: async (keyId, v) => (await call("POST", `${version(keyId, v)}/restore`)) as KeyVersionJson,
+    disableVersion: async (keyId, v) => (await call("POST", `${version(keyId, v)}/disable`, {})) as KeyVersionJson,
+    enableVersion: async (keyId, v) => (await call("POST", `${version(keyId, v)}/enable`, {})) as KeyVersionJson,
+    restoreVersion: async (keyId, v) => (await call("POST", `${version(keyId, v)}/restore`, {})) as KeyVersionJson,
     setPrimary: async (keyId, v) => (await call("PATCH", `${version(keyId, v)}/primary`)) as KeyJson,
     async encrypt(input) {
       const res = await call("POST", "/v1/encrypt", {

@@ -38,7 +38,18 @@ export function buildRequestMessage(req: RequestParts): Message {
 function bodyToJson(req: RequestParts): JsonObject {
   const { body: binding } = req.route;
   const parsed = parseBody(req);
-  if (parsed === undefined) return {};
+  if (parsed === undefined) {
+    // A POST without a body or a JSON content type is a request any web page can make a browser send, with no
+    // preflight to ask this server first. A state change (disable, enable, restore ...) is never one of those.
+    if (binding.kind !== "none" && req.route.httpMethod === "POST" && !isJsonContentType(req.contentType)) {
+      throw badRequest(
+        "UNSUPPORTED_CONTENT_TYPE",
+        "",
+        `a POST must be sent with Content-Type: application/json, even without a body (send {}), not ${req.contentType ?? "none"}`,
+      );
+    }
+    return {};
+  }
   if (binding.kind === "none") {
     throw badRequest("MALFORMED_BODY", "", "this method takes no request body; send the fields in the query string");
   }
