@@ -7,7 +7,10 @@ const address = process.env.CLOUDPLANE_ADDRESS ?? "localhost:8080";
 const def = loader.loadSync("kms/v1/kms.proto", { includeDirs: ["proto"] });
 const { KeyManagerService } = grpc.loadPackageDefinition(def).kms.v1;
 const kms = new KeyManagerService(address, grpc.credentials.createInsecure());
-const call = (method, req) => new Promise((ok, fail) => kms[method](req, (e, res) => (e ? fail(e) : ok(res))));
+// Every call carries the access token (README "Credentials") as the authorization metadata.
+const metadata = new grpc.Metadata();
+metadata.set("authorization", `Bearer ${process.env.CLOUDPLANE_TOKEN}`);
+const call = (method, req) => new Promise((ok, fail) => kms[method](req, metadata, (e, res) => (e ? fail(e) : ok(res))));
 
 // Key names are unique among the live keys of a namespace: a new one on each run.
 const key = await call("CreateCryptoKey", { parentId: "demo", name: `grpc-${Date.now().toString(36)}` });

@@ -13,7 +13,8 @@ export function bootstrapAdmin(admin: IdentityAdmin, dataDir: string, logger: Lo
   if (!admin.hasNoAccounts()) return;
   const path = join(dataDir, ADMIN_CREDENTIALS_FILE);
   const prepared = admin.prepareServiceAccount("admin");
-  const credentials = { client_id: prepared.clientId, client_secret: prepared.clientSecret, token_url: "/public/v2/service_auth" };
+  // Exactly the body of POST /public/v2/service_auth, so that `curl -d @admin-credentials.json` gets a token.
+  const credentials = { client_id: prepared.clientId, client_secret: prepared.clientSecret };
   writeFileAtomically(path, `${JSON.stringify(credentials, null, 2)}\n`);
   admin.storeServiceAccount(prepared, [["admin", "*"]]);
   logger.info(

@@ -83,7 +83,7 @@ const separator = (i: number): string => `@@readme example ${i}@@`;
 
 // One shell for all the examples, as a reader pasting them one after the other: variables set by one example
 // are there for the next. `set -e` stops at the first command that fails, so a failure anywhere is seen.
-function runExamples(port: number): Promise<ShellRun> {
+function runExamples(port: number, dataDir: string): Promise<ShellRun> {
   const script = [
     "set -e",
     ...examples.flatMap((example, i) => [
@@ -98,7 +98,7 @@ function runExamples(port: number): Promise<ShellRun> {
   // sh, not bash: the README says sh, and on Debian that is dash, which has no bash extensions.
   const child = spawn("sh", [file], {
     cwd: root,
-    env: { ...process.env, CLOUDPLANE_ADDRESS: `localhost:${port}` },
+    env: { ...process.env, CLOUDPLANE_ADDRESS: `localhost:${port}`, DATA_DIR: dataDir },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let stdout = "";
@@ -165,11 +165,11 @@ describe("README.md", () => {
     });
 
     it("run in order and print what the README shows", { timeout: 120_000 }, async () => {
-      checkRun(await runExamples(server.port));
+      checkRun(await runExamples(server.port, data.path));
     });
 
     it("run again on the same data and print the same", { timeout: 120_000 }, async () => {
-      checkRun(await runExamples(server.port));
+      checkRun(await runExamples(server.port, data.path));
     });
   });
 });
