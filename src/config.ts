@@ -25,6 +25,7 @@ const specs = {
   keyCacheSize: { flag: "key-cache-size", env: "KEY_CACHE_SIZE", description: "keys whose unwrapped material is kept in memory", default: "100000" },
   shutdownTimeoutSeconds: { flag: "shutdown-timeout-seconds", env: "SHUTDOWN_TIMEOUT_SECONDS", description: "how long SIGTERM waits for in-flight calls", default: "30" },
   corsAllowedOrigins: { flag: "cors-allowed-origins", env: "CORS_ALLOWED_ORIGINS", description: "comma-separated browser origins (scheme://host:port) whose pages may call the API, e.g. the web console's; none by default, so no other site's page can use a browser's access", default: "" },
+  vcdApiVersions: { flag: "vcd-api-versions", env: "VCD_API_VERSIONS", description: "comma-separated versions of the virtualization API (/api/...) that callers may name in Accept", default: "36.0,36.1,36.2,36.3,37.0,37.1,37.2,37.3,38.0,38.1" },
   accessTokenTtlSeconds: { flag: "access-token-ttl-seconds", env: "ACCESS_TOKEN_TTL_SECONDS", description: "lifetime of an access token issued by POST /public/v2/service_auth", default: "3600" },
   authFailuresPerMinute: { flag: "auth-failures-per-minute", env: "AUTH_FAILURES_PER_MINUTE", description: "failed authentications one address (or one client id at service_auth) may make in a minute; then it is refused with 429 for a minute", default: "20" },
   catalogFile: { flag: "catalog", env: "CATALOG_FILE", description: "JSON file of the platform catalog (service instances, clusters, flavors); none means the shipped catalog/default-catalog.json", default: "" },
@@ -56,6 +57,7 @@ export interface Config {
   shutdownTimeoutMs: number;
   corsAllowedOrigins: string[];
   accessTokenTtlMs: number;
+  vcdApiVersions: string[];
   authFailuresPerMinute: number;
   catalogFile: string;
   providerDelayMs: number;
@@ -86,6 +88,15 @@ function oneOf<T extends string>(name: keyof typeof specs, raw: string, values: 
   const found = values.find((v) => v === raw);
   if (found === undefined) throw new ConfigError(`--${specs[name].flag} (${specs[name].env}) must be one of ${values.join(", ")}, got "${raw}"`);
   return found;
+}
+
+function versionList(raw: string): string[] {
+  const versions = raw.split(",").map((v) => v.trim()).filter((v) => v !== "");
+  const bad = versions.find((v) => !/^\d+\.\d+$/.test(v));
+  if (versions.length === 0 || bad !== undefined) {
+    throw new ConfigError(`--${specs.vcdApiVersions.flag} (${specs.vcdApiVersions.env}) must list versions such as 36.0,38.1, got "${raw}"`);
+  }
+  return versions;
 }
 
 export function helpText(): string {
@@ -129,6 +140,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config | "he
     keyCacheSize: integer("keyCacheSize", raw("keyCacheSize"), 1, 100_000_000),
     shutdownTimeoutMs: integer("shutdownTimeoutSeconds", raw("shutdownTimeoutSeconds"), 0, 3600) * 1000,
     corsAllowedOrigins: raw("corsAllowedOrigins").split(",").map((o) => o.trim()).filter((o) => o !== ""),
+    vcdApiVersions: versionList(raw("vcdApiVersions")),
     accessTokenTtlMs: integer("accessTokenTtlSeconds", raw("accessTokenTtlSeconds"), 1, 1000 * 365 * 24 * 3600) * 1000,
     authFailuresPerMinute: integer("authFailuresPerMinute", raw("authFailuresPerMinute"), 1, 1_000_000),
     catalogFile: raw("catalogFile") === "" ? shippedCatalogPath() : raw("catalogFile"),

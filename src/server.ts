@@ -44,6 +44,7 @@ import type { ConnectionLimits } from "./transport/connection-limits.js";
 import { limitRequestTime } from "./transport/request-timeout.js";
 import { countPeerResets } from "./transport/reset-flood.js";
 import { createRestHandler } from "./transport/rest/rest-handler.js";
+import { createVcdHandler } from "./transport/vcd/vcd-handler.js";
 import { RouteTable } from "./transport/rest/route-table.js";
 
 export const MAX_REQUEST_BYTES = 4 * 1024 * 1024;
@@ -150,6 +151,8 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
     viaConnect: direct ? null : connect.handlers,
   });
 
+  const vcd = createVcdHandler({ table, supportedVersions: config.vcdApiVersions, logger });
+
   let accepting = true;
   async function fallback(req: Req, res: Res): Promise<void> {
     const path = (req.url ?? "/").split("?")[0];
@@ -157,6 +160,10 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
       const ok = path === "/healthz" || accepting;
       res.writeHead(ok ? 200 : 503, { "content-type": "application/json" });
       res.end(JSON.stringify({ status: ok ? "ok" : "shutting down" }));
+      return;
+    }
+    if (path !== undefined && (path === "/api" || path.startsWith("/api/"))) {
+      await vcd(req, res);
       return;
     }
     await rest(req, res);

@@ -4,7 +4,7 @@ import type { MethodEntry } from "./method-table.js";
 
 // The protocol a call arrived on. Stages may read it (the log line, metrics); they never branch their decisions
 // on it, so that every protocol is treated alike.
-export type Protocol = "grpc" | "grpc-web" | "connect" | "rest";
+export type Protocol = "grpc" | "grpc-web" | "connect" | "rest" | "vcd";
 
 // Request headers or metadata, whichever protocol carried them; names are lower case.
 export interface HeaderSource {

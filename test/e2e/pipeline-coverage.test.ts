@@ -21,7 +21,7 @@ const probe: Stage = (call, next) => {
   return next(call);
 };
 
-const contentTypes: Record<Exclude<Protocol, "rest">, string> = {
+const contentTypes: Record<Exclude<Protocol, "rest" | "vcd">, string> = {
   grpc: "application/grpc",
   "grpc-web": "application/grpc-web+proto",
   connect: "application/proto",
@@ -30,11 +30,19 @@ const contentTypes: Record<Exclude<Protocol, "rest">, string> = {
 function protocolsOf(method: DescMethod): Protocol[] {
   // gRPC-web has no client streams; Connect's unary and streaming calls differ only in their content type.
   const base: Protocol[] = method.methodKind === "bidi_streaming" || method.methodKind === "client_streaming" ? ["grpc", "connect"] : ["grpc", "grpc-web", "connect"];
-  return getOption(method, http).pattern.case === undefined ? base : [...base, "rest"];
+  const mapped: Protocol[] = getOption(method, http).pattern.case === undefined ? base : [...base, "rest"];
+  // The virtualization API's XML surface serves ServiceAuth too, as POST /api/sessions with Basic credentials.
+  return method.parent.typeName === "compute.auth.v2.AuthService" && method.name === "ServiceAuth" ? [...mapped, "vcd"] : mapped;
+}
+
+async function vcdSessionCall(url: string): Promise<void> {
+  const basic = Buffer.from("nobody:wrong").toString("base64");
+  const res = await fetch(`${url}/api/sessions`, { method: "POST", headers: { authorization: `Basic ${basic}`, accept: "application/*;version=38.0" } });
+  await res.text();
 }
 
 // One call of an empty request over HTTP/2; a stream is let go once its response headers came.
-function rawCall(url: string, method: DescMethod, protocol: Exclude<Protocol, "rest">): Promise<void> {
+function rawCall(url: string, method: DescMethod, protocol: Exclude<Protocol, "rest" | "vcd">): Promise<void> {
   const streaming = method.methodKind !== "unary";
   const contentType = protocol === "connect" && streaming ? "application/connect+proto" : contentTypes[protocol];
   const body = protocol === "connect" && !streaming ? Buffer.alloc(0) : frame(new Uint8Array(0));
@@ -80,6 +88,7 @@ describe("every call of every protocol runs through the pipeline", () => {
     const protocols = protocolsOf(method);
     for (const protocol of protocols) {
       if (protocol === "rest") await restCall(server.url, method);
+      else if (protocol === "vcd") await vcdSessionCall(server.url);
       else await rawCall(server.url, method, protocol);
     }
     const path = `/${method.parent.typeName}/${method.name}`;
