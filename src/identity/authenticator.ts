@@ -36,8 +36,7 @@ const NO_ACCOUNT_HASH = hashSecret("no such account");
 
 // Decides who a caller is from the credentials it sent: an access token in Authorization, an API key in x-api-key
 // (with the workspace it belongs to in x-workspace-id), or both, which must then be one principal's. Issues the
-// tokens too. Failed attempts are counted per source address (and per client id at ServiceAuth), and a source
-// that failed too often is refused before anything is checked.
+// tokens too. Failed attempts are counted per source address (and per client id at ServiceAuth).
 export class Authenticator {
   private readonly known = { "access-token": new Map<string, KnownCredential>(), "api-key": new Map<string, KnownCredential>() };
   private readonly bySource: FailureLimiter;
@@ -59,29 +58,31 @@ export class Authenticator {
   }
 
   // The principal id of the caller; throws UNAUTHENTICATED (or PERMISSION_DENIED for an API key of another
-  // workspace), or rejects with RESOURCE_EXHAUSTED once the source has failed too often. Synchronous on success.
-  authenticate(credentials: Credentials, source: string, domain: ErrorDomain): string | Promise<never> {
-    const blocked = this.bySource.blockedFor(source);
-    if (blocked > 0) throw tooManyFailedAuthentications(domain, "address", blocked);
+  // workspace). A failure is counted against the caller's address, and once the address has failed too often it is
+  // answered RESOURCE_EXHAUSTED instead (asynchronously: the count is the limiter's). Valid credentials are never
+  // refused for their address, so that callers sharing an address with a guesser are not locked out; the address is
+  // read only on failure. Synchronous on success.
+  authenticate(credentials: Credentials, caller: { readonly peerAddress: string }, domain: ErrorDomain): string | Promise<never> {
     let principal: string | null = null;
     if (credentials.token !== undefined) {
       const token = this.check("access-token", credentials.token);
-      if (typeof token === "string") return this.failed(source, domain, `the access token in Authorization ${token}`);
+      if (typeof token === "string") return this.failed(caller.peerAddress, domain, `the access token in Authorization ${token}`);
       principal = token.principalId;
     }
     if (credentials.apiKey !== undefined) {
       if (credentials.workspaceId === undefined) {
-        return this.failed(source, domain, "x-api-key was sent without x-workspace-id, the workspace the key belongs to");
+        return this.failed(caller.peerAddress, domain, "x-api-key was sent without x-workspace-id, the workspace the key belongs to");
       }
       const key = this.check("api-key", credentials.apiKey);
-      if (typeof key === "string") return this.failed(source, domain, `the API key in x-api-key ${key}`);
+      if (typeof key === "string") return this.failed(caller.peerAddress, domain, `the API key in x-api-key ${key}`);
       if (key.workspaceId !== credentials.workspaceId) throw apiKeyOfAnotherWorkspace(domain);
       if (principal !== null && principal !== key.principalId) {
-        return this.failed(source, domain, "the access token and the API key belong to two different principals");
+        return this.failed(caller.peerAddress, domain, "the access token and the API key belong to two different principals");
       }
       principal = key.principalId;
     }
     if (principal === null) {
+      // Not a guess: nothing to count.
       throw unauthenticated(
         domain,
         credentials.workspaceId !== undefined
@@ -92,10 +93,10 @@ export class Authenticator {
     return principal;
   }
 
-  // Exchanges a service account's client id and secret for a new access token.
+  // Exchanges a service account's client id and secret for a new access token. A client id that failed too often is
+  // refused for a while even with the right secret, so that its secret cannot be guessed from many addresses; an
+  // address that failed too often is refused its failures only, like authenticate().
   async issueToken(clientId: string, clientSecret: string, source: string, domain: ErrorDomain): Promise<IssuedToken> {
-    const sourceBlocked = this.bySource.blockedFor(source);
-    if (sourceBlocked > 0) throw tooManyFailedAuthentications(domain, "address", sourceBlocked);
     const clientBlocked = this.byClientId.blockedFor(clientId);
     if (clientBlocked > 0) throw tooManyFailedAuthentications(domain, "client id", clientBlocked);
     const account = clientId.length <= 200 ? this.store.serviceAccountByClientId(clientId) : null;

@@ -8,7 +8,7 @@ export function authenticationStage(authenticator: Authenticator): Stage {
   return (call, next) => {
     const policy = call.entry.policy;
     if (policy.public) return next(call);
-    const principal = authenticator.authenticate(call.credentials, call.peerAddress, policy.domain);
+    const principal = authenticator.authenticate(call.credentials, call, policy.domain);
     // A failure is counted against the caller's address before it is answered, asynchronously.
     if (typeof principal !== "string") return principal;
     if (policy.requiresApiKey && call.credentials.apiKey === undefined) {
