@@ -2,7 +2,10 @@ import http2 from "node:http2";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startServer } from "../support/server.js";
 import type { TestServer } from "../support/server.js";
+import { rawCall } from "../support/raw-grpc.js";
+import type { RawResponse } from "../support/raw-grpc.js";
 import { fetchAnswer } from "./wire.js";
+import type { Answer } from "./wire.js";
 
 // Bugs the properties found, each as the smallest input that shows it, marked `it.fails` until it is fixed (the
 // fix then makes vitest report the test as passing unexpectedly: remove `.fails`, and the filter that keeps the
@@ -57,15 +60,17 @@ describe.each(["direct", "connect"])("bugs found by the properties, CALL_PATH=%s
   });
   afterAll(() => server.stop());
 
-  // Bug 1: gRPC and gRPC-web in the JSON codec (application/grpc+json, application/grpc-web+json). A message that
-  // is not JSON, failing at a character outside the BMP, here "😀" (F0 9F 98 80): connect-node's error message
+  // Bug 1 (fixed): gRPC and gRPC-web in the JSON codec (application/grpc+json, application/grpc-web+json). A message
+  // that is not JSON, failing at a character outside the BMP, here "😀" (F0 9F 98 80): connect-node's error message
   // quotes the character JSON.parse stopped at, one UTF-16 unit of it, a lone surrogate; its setTrailerStatus
-  // then throws URIError from encodeURIComponent while writing grpc-message, inside the protocol handler, before
-  // our wrapper can complete the status. The call ends with no status at all: over HTTP/2 the stream is reset
-  // (no headers, RST_STREAM NO_ERROR), over HTTP/1.1 the socket is closed; "a call failed outside its handler" is
+  // then threw URIError from encodeURIComponent while writing grpc-message, inside the protocol handler, before
+  // our wrapper could complete the status. The call ended with no status at all: over HTTP/2 the stream was reset
+  // (no headers, RST_STREAM NO_ERROR), over HTTP/1.1 the socket closed; "a call failed outside its handler" was
   // logged at error level. Any method; the same on both call paths, which both leave these content types to
-  // Connect. Expected: INVALID_ARGUMENT, MALFORMED_BODY, as for "x".
-  it.fails("bug 1: a gRPC JSON message that fails to parse at an emoji gets INVALID_ARGUMENT, not a reset", async () => {
+  // Connect. Now (src/transport/connect/unwritten-status.ts): INVALID_ARGUMENT, MALFORMED_BODY, exactly as for "x".
+  const jsonEncrypt = { "content-type": "application/grpc+json", "x-request-id": "bug-1" };
+
+  it("bug 1: a gRPC JSON message that fails to parse at an emoji gets INVALID_ARGUMENT, not a reset", async () => {
     const res = await h2Call(
       server.url,
       { ":method": "POST", ":path": "/kms.v1.KeyManagerService/Encrypt", "content-type": "application/grpc+json", te: "trailers" },
@@ -76,9 +81,24 @@ describe.each(["direct", "connect"])("bugs found by the properties, CALL_PATH=%s
     expect(res.grpcStatus).toBe("3");
   });
 
-  it.fails("bug 1: the same over gRPC-web on HTTP/1.1 gets a trailer frame, not a closed socket", async () => {
-    const answer = await fetchAnswer(`${server.url}/kms.v1.KeyManagerService/Encrypt`, "POST", { "content-type": "application/grpc-web+json" }, frame(Buffer.from("😀")), 5_000);
-    expect(answer.kind).toBe("answer");
+  it("bug 1: its answer is the one for a message that fails to parse at an ASCII character, and nothing is logged as a fault", async () => {
+    const emoji = await rawCall(server.url, "/kms.v1.KeyManagerService/Encrypt", frame(Buffer.from("😀")), jsonEncrypt);
+    const ascii = await rawCall(server.url, "/kms.v1.KeyManagerService/Encrypt", frame(Buffer.from("x")), jsonEncrypt);
+    const seen = (r: RawResponse): unknown => ({ headers: { ...r.headers, date: undefined }, trailers: r.trailers, body: r.body.length });
+    expect(seen(emoji)).toEqual(seen(ascii));
+    expect(ascii.trailers["grpc-status"] ?? ascii.headers["grpc-status"]).toBe("3");
+    expect(server.logs()).not.toContain("failed outside");
+  });
+
+  it("bug 1: the same over gRPC-web on HTTP/1.1 gets a trailer frame, not a closed socket", async () => {
+    const send = (message: string): Promise<Answer> =>
+      fetchAnswer(`${server.url}/kms.v1.KeyManagerService/Encrypt`, "POST", { "content-type": "application/grpc-web+json", "x-request-id": "bug-1" }, frame(Buffer.from(message)), 5_000);
+    const emoji = await send("😀");
+    const ascii = await send("x");
+    expect(emoji.kind).toBe("answer");
+    const seen = (a: Answer): unknown => (a.kind === "answer" ? { status: a.status, headers: { ...a.headers, date: undefined }, body: a.body.toString("latin1") } : a);
+    expect(seen(emoji)).toEqual(seen(ascii));
+    expect(emoji.kind === "answer" && emoji.body.toString("latin1")).toContain("grpc-status: 3");
   });
 
   // Bug 2: over HTTP/2, a HEAD request with a body larger than the stream window (1 MiB): the answer (405 for

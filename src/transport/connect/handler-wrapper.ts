@@ -24,6 +24,7 @@ import {
 import type { UniversalHandler, UniversalServerRequest, UniversalServerResponse } from "./connect-internals.js";
 import { refusalOf } from "./connect-refusals.js";
 import { callKey } from "./pipeline-interceptor.js";
+import { unwrittenStatusResponse } from "./unwritten-status.js";
 
 const ENVELOPE_BYTES = 5;
 
@@ -47,7 +48,13 @@ export function wrapHandler(handler: UniversalHandler, settings: WrapperSettings
   const domain = settings.table.of(handler.method).policy.domain;
   const wrapped = async (req: UniversalServerRequest): Promise<UniversalServerResponse> => {
     const contextValues = (req.contextValues ??= createContextValues());
-    const res = await handler(req);
+    const contentType = req.header.get("content-type") ?? "";
+    const res = await handler(req).catch((thrown: unknown) => {
+      // A gRPC status Connect failed to write (unwritten-status.ts); a caller that went away needs none.
+      const answer = req.signal.aborted ? undefined : unwrittenStatusResponse(contentType, thrown);
+      if (answer === undefined) throw thrown;
+      return answer;
+    });
     // Copied: Connect answers some requests with shared response objects (415, 405) that must not change.
     const header = new Headers(res.header);
     // Set by the pipeline's request-id stage when the call reached it; a call refused before gets one here.
@@ -60,7 +67,6 @@ export function wrapHandler(handler: UniversalHandler, settings: WrapperSettings
       if (ours.internal) settings.logger.error({ requestId, method: handler.method.name, err: error }, "call failed outside its handler");
       return toConnectError(ours, null);
     };
-    const contentType = req.header.get("content-type") ?? "";
     if (res.body === undefined) return { ...res, header };
     if (grpcWebContentTypeRegExp.test(contentType)) return { ...res, header, body: completeGrpcWebTrailer(res.body, complete) };
     if (grpcContentTypeRegExp.test(contentType)) {
