@@ -24,6 +24,7 @@ import {
 import type { UniversalHandler, UniversalServerRequest, UniversalServerResponse } from "./connect-internals.js";
 import { refusalOf } from "./connect-refusals.js";
 import { callKey } from "./pipeline-interceptor.js";
+import { capTimeoutHeaders } from "./timeout-headers.js";
 import { unwrittenStatusResponse } from "./unwritten-status.js";
 
 const ENVELOPE_BYTES = 5;
@@ -43,12 +44,15 @@ export interface WrapperSettings {
 // gRPC status goes out with grpc-message encoded as grpc-status.ts explains. The errors are told apart by their
 // code and by whether the pipeline had started (our errors carry an ErrorInfo; Connect's never do), never by
 // their text. Each protocol keeps its own error encoding: the Connect unary error JSON, gRPC trailers, the
-// gRPC-web trailer frame.
+// gRPC-web trailer frame. A caller's timeout is capped before Connect reads it, so that Connect's own deadline
+// timer cannot overflow (timeout-headers.ts).
 export function wrapHandler(handler: UniversalHandler, settings: WrapperSettings): UniversalHandler {
   const domain = settings.table.of(handler.method).policy.domain;
   const wrapped = async (req: UniversalServerRequest): Promise<UniversalServerResponse> => {
     const contextValues = (req.contextValues ??= createContextValues());
     const contentType = req.header.get("content-type") ?? "";
+    // Before Connect arms its deadline timer from them (timeout-headers.ts).
+    capTimeoutHeaders(req.header);
     const res = await handler(req).catch((thrown: unknown) => {
       // A gRPC status Connect failed to write (unwritten-status.ts); a caller that went away needs none.
       const answer = req.signal.aborted ? undefined : unwrittenStatusResponse(contentType, thrown);
