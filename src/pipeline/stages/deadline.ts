@@ -1,7 +1,6 @@
-import { Code } from "@connectrpc/connect";
-import { deadlineExceeded } from "../../errors/protocol-errors.js";
+import { deadlineExceeded, invalidTimeout } from "../../errors/protocol-errors.js";
+import type { TimeoutHeader } from "../../errors/protocol-errors.js";
 import type { HeaderSource } from "../call.js";
-import { protocolCallError } from "../call-error.js";
 import type { Stage } from "../stage.js";
 
 // The longest deadline a call is held to: Node's timers hold at most 2^31-1 ms (24.8 days), and a longer delay
@@ -16,14 +15,14 @@ export const MAX_DEADLINE_MS = 2_147_483_000;
 // that wait by design (their policy says long_running) do not have: they are held to their caller's deadline
 // alone, and have none when the caller sets none. No deadline is later than MAX_DEADLINE_MS. A handler still
 // running at the deadline is answered DEADLINE_EXCEEDED and its signal aborted. A synchronous handler (a
-// cache-hit Encrypt) has finished before any timer could fire, so it gets none.
+// cache-hit Encrypt) has finished before any timer could fire, so it gets none. A timeout that is not of its
+// header's form is refused (invalidTimeout); the gRPC adapter and Connect refuse one in their protocol's own header
+// before the request is read, so this refuses the others (a REST caller's, grpc-timeout on a Connect call).
 export function deadlineStage(maxCallMs: number): Stage {
   return (call, next) => {
     const requested = callerTimeout(call.headers);
     const { policy } = call.entry;
-    if (requested?.ms === undefined && requested !== undefined) {
-      throw protocolCallError(policy.domain, Code.InvalidArgument, "the grpc-timeout or connect-timeout-ms header is not a valid timeout");
-    }
+    if (requested !== undefined && requested.ms === undefined) throw invalidTimeout(policy.domain, requested.header);
     const timeoutMs = deadlineMs(requested?.ms, maxCallMs, policy.longRunning);
     if (timeoutMs === undefined) return next(call);
     if (timeoutMs <= 0) throw deadlineExceeded(policy.domain);
@@ -61,8 +60,6 @@ const GRPC_TIMEOUT = /^(\d{1,8})([HMSmun])$/;
 const unitMs: Record<string, number> = { H: 3_600_000, M: 60_000, S: 1000, m: 1, u: 1e-3, n: 1e-6 };
 // Connect: at most 10 digits of milliseconds.
 const CONNECT_TIMEOUT = /^\d{1,10}$/;
-
-export type TimeoutHeader = "grpc-timeout" | "connect-timeout-ms";
 
 // The timeout a header's value says, in ms; undefined when the value is not of the header's form.
 export function parseTimeout(header: TimeoutHeader, value: string): number | undefined {
