@@ -30,10 +30,10 @@ function closeConnectionIfBodyUnread(req: NodeRequest, res: NodeResponse, maxBod
 // held about 0.65 MB). Node's compatibility layer asks for trailers once the response body is written, and it
 // sends them from its own listener, which runs before this one; the reset waits one turn so that it follows the
 // trailers on the wire instead of discarding them.
-// A response that has no content (to HEAD, or 204, 205, 304: RFC 9110 sections 9.3.2 and 15) goes out as headers
-// with END_STREAM: Node then never asks for trailers (nor, for HEAD, finishes the stream's writable side), and
-// such a stream stayed until the request timeout. Its reset follows the headers instead, one turn after
-// writeHead, through which the compatibility layer sends every response head (write and end call it too).
+// A response that has no content (to HEAD, or 204, 205, 304: RFC 9110 sections 9.3.2, 15.3.5, 15.3.6, 15.4.5)
+// goes out as headers with END_STREAM: Node then never asks for trailers (nor, for HEAD, finishes the stream's
+// writable side), and such a stream stayed until the request timeout. Its reset follows the headers instead, one
+// turn after writeHead, through which the compatibility layer sends every response head (write and end call it).
 const NO_CONTENT_STATUSES = new Set([204, 205, 304]);
 
 function resetStreamIfBodyUnread(req: NodeRequest, res: NodeResponse): void {
