@@ -184,8 +184,9 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
   // process: whatever one request does wrong stays with that request.
   function handle(req: Req, res: Res): void {
     try {
-      if (applyCors(config.corsAllowedOrigins, req, res)) return;
+      // First: a CORS preflight is answered (204) without reading its body too.
       releaseUnreadBody(req, res, MAX_REQUEST_BYTES);
+      if (applyCors(config.corsAllowedOrigins, req, res)) return;
       if (!longLived.has(req.url ?? "")) track(res);
       connect.handle(req, res);
     } catch (err) {

@@ -33,3 +33,12 @@ export function quoted(value: string): string {
 export function printable(text: string, max: number): string {
   return escapeUnprintable(cut(text, max));
 }
+
+// Lone surrogates (half of a character outside the BMP, as JSON.parse quotes the unit it stopped at, or a cut
+// pair) as U+FFFD, what String.prototype.toWellFormed does (ES2024, not in our lib): text with one cannot be
+// encoded as UTF-8, and encodeURIComponent, which Connect uses for grpc-message, throws URIError on it.
+const LONE_SURROGATE = /\p{Cs}/gu;
+
+export function wellFormed(text: string): string {
+  return text.replace(LONE_SURROGATE, "\uFFFD");
+}

@@ -52,6 +52,25 @@ export function deadlineExceeded(domain: ErrorDomain): DomainError {
   });
 }
 
+// What each timeout header must be, as the gRPC (PROTOCOL-HTTP2.md) and Connect specifications have it.
+const timeoutForms = {
+  "grpc-timeout": "must be 1 to 8 digits and a unit, one of H M S m u n",
+  "connect-timeout-ms": "must be 1 to 10 digits, the timeout in milliseconds",
+} as const;
+
+export type TimeoutHeader = keyof typeof timeoutForms;
+
+// A grpc-timeout or connect-timeout-ms that is not of its form: INVALID_ARGUMENT, as Connect's implementations
+// answer it (connect-es for both headers). gRPC's specification does not say, and its implementations differ:
+// grpc-go answers INTERNAL, which blames the server for the caller's mistake; others ignore the header, which
+// runs the call without the deadline its caller meant to set. A refusal that names the header tells the caller
+// what to fix. The same on every protocol and path (docs/errors.md): the protocol's own header (grpc-timeout on
+// gRPC and gRPC-web, connect-timeout-ms on Connect) before the body is read, as Connect refuses it; the other
+// header, and a REST caller's, by the deadline stage.
+export function invalidTimeout(domain: ErrorDomain, header: TimeoutHeader): DomainError {
+  return protocolError(domain, Code.InvalidArgument, `${header} ${timeoutForms[header]}`);
+}
+
 // Another rule of the protocol (an unknown compression, a unary call without its one message, a header that is
 // not valid): `code` is the one the protocol gives it, `message` says what was wrong and never quotes the request.
 export function protocolError(domain: ErrorDomain, code: Code, message: string): DomainError {

@@ -4,7 +4,7 @@
 export const reasons = {
   REQUEST_INVALID: "A request field is missing, malformed or out of range; BadRequest names each field.",
   MALFORMED_BODY: "The request body is not valid JSON, not a well-formed message of its protocol, or does not fit the request message.",
-  PROTOCOL_ERROR: "The request breaks a rule of its protocol or uses a feature the server lacks (an unknown compression, a unary call without exactly one message); the message says which.",
+  PROTOCOL_ERROR: "The request breaks a rule of its protocol or uses a feature the server lacks (an unknown compression, a unary call without exactly one message, a timeout header not of its form); the message says which.",
   DEADLINE_EXCEEDED: "The call did not finish within the deadline the caller set (grpc-timeout or connect-timeout-ms).",
   UNKNOWN_FIELD: "The request names a JSON field or query parameter the method does not have.",
   FIELD_MISMATCH: "A field given both in the path and in the body has two different values.",

@@ -6,7 +6,7 @@ import { stopReading } from "./peer-gone.js";
 // refuses a body over its limit) must not keep its connection or stream busy with the rest of that body.
 export function releaseUnreadBody(req: NodeRequest, res: NodeResponse, maxBodyBytes: number): void {
   if (req.httpVersionMajor === 1) closeConnectionIfBodyUnread(req, res, maxBodyBytes);
-  else (res as { stream: http2.ServerHttp2Stream }).stream.on("wantTrailers", resetIfBodyUnread);
+  else resetStreamIfBodyUnread(req, res);
 }
 
 // HTTP/1.1: a keep-alive client would send its next request after the unread bytes and the server would read
@@ -30,6 +30,25 @@ function closeConnectionIfBodyUnread(req: NodeRequest, res: NodeResponse, maxBod
 // held about 0.65 MB). Node's compatibility layer asks for trailers once the response body is written, and it
 // sends them from its own listener, which runs before this one; the reset waits one turn so that it follows the
 // trailers on the wire instead of discarding them.
+// A response that has no content (to HEAD, or 204, 205, 304: RFC 9110 sections 9.3.2, 15.3.5, 15.3.6, 15.4.5)
+// goes out as headers with END_STREAM: Node then never asks for trailers (nor, for HEAD, finishes the stream's
+// writable side), and such a stream stayed until the request timeout. Its reset follows the headers instead, one
+// turn after writeHead, through which the compatibility layer sends every response head (write and end call it).
+const NO_CONTENT_STATUSES = new Set([204, 205, 304]);
+
+function resetStreamIfBodyUnread(req: NodeRequest, res: NodeResponse): void {
+  const stream = (res as { stream: http2.ServerHttp2Stream }).stream;
+  stream.on("wantTrailers", resetIfBodyUnread);
+  // A request without a body (END_STREAM on its headers) has nothing left unread.
+  if (stream.endAfterHeaders) return;
+  const writeHead = res.writeHead;
+  res.writeHead = function (this: NodeResponse, ...args: Parameters<NodeResponse["writeHead"]>) {
+    const written = writeHead.apply(this, args);
+    if (req.method === "HEAD" || NO_CONTENT_STATUSES.has(this.statusCode)) resetIfBodyUnread.call(stream);
+    return written;
+  } as NodeResponse["writeHead"];
+}
+
 function resetIfBodyUnread(this: http2.ServerHttp2Stream): void {
   if (!this.readableEnded) setImmediate(stopReading, this);
 }

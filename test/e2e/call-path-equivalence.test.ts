@@ -54,20 +54,20 @@ function masked(side: Side, value: unknown): unknown {
 
 type Probe = (side: Side) => Promise<unknown>;
 
-function grpc(path: string, body: (side: Side) => Buffer): Probe {
+function grpc(path: string, body: (side: Side) => Buffer, extra: Record<string, string> = {}): Probe {
   return async (side) => {
-    const res = await rawCall(side.server.url, `/kms.v1.KeyManagerService/${path}`, body(side), { "x-request-id": "eq-1" });
+    const res = await rawCall(side.server.url, `/kms.v1.KeyManagerService/${path}`, body(side), { "x-request-id": "eq-1", ...extra });
     const status = res.trailers["grpc-status"] ?? res.headers["grpc-status"];
     // A successful body holds fresh ciphertext or timestamps: its presence is compared, the rest by status.
     return masked(side, { headers: res.headers, trailers: res.trailers, body: status === "0" ? res.body.length > 0 : res.body.toString("base64") });
   };
 }
 
-function rest(method: string, path: (side: Side) => string, body?: (side: Side) => string | Buffer, contentType = "application/json"): Probe {
+function rest(method: string, path: (side: Side) => string, body?: (side: Side) => string | Buffer, extra: Record<string, string> = {}): Probe {
   return async (side) => {
     const res = await fetch(`${side.server.url}${path(side)}`, {
       method,
-      headers: { "x-request-id": "eq-1", "content-type": contentType },
+      headers: { "x-request-id": "eq-1", "content-type": "application/json", ...extra },
       body: body === undefined ? undefined : new Uint8Array(Buffer.from(body(side))),
     });
     const headers = Object.fromEntries([...res.headers].filter(([name]) => name !== "date" && name !== "content-length" && name !== "keep-alive"));
@@ -92,7 +92,14 @@ const cases: [string, Probe][] = [
     const res = await rawCall(side.server.url, "/kms.v1.KeyManagerService/CreateCryptoKey", binary(CreateCryptoKeyRequestSchema, { parentId: "eq-late" }), { "x-request-id": "eq-1", "grpc-timeout": "0m" });
     return masked(side, { headers: res.headers, trailers: res.trailers });
   }],
+  // A timeout header not of its form: INVALID_ARGUMENT, PROTOCOL_ERROR (docs/errors.md), before the body is read.
+  ["gRPC invalid grpc-timeout", grpc("GetCryptoKey", (s) => binary(GetCryptoKeyRequestSchema, { keyId: s.keyId }), { "grpc-timeout": "abc" })],
+  ["gRPC invalid grpc-timeout and bad protobuf", grpc("CreateCryptoKey", () => frame(Buffer.from([0x0a, 0x05, 0x61])), { "grpc-timeout": "1.5S" })],
+  ["gRPC invalid connect-timeout-ms, which the deadline stage reads", grpc("GetCryptoKey", (s) => binary(GetCryptoKeyRequestSchema, { keyId: s.keyId }), { "connect-timeout-ms": "-1" })],
   ["REST success", rest("GET", (s) => `/v1/keys/${s.keyId}`)],
+  ["REST invalid grpc-timeout", rest("GET", (s) => `/v1/keys/${s.keyId}`, undefined, { "grpc-timeout": "abc" })],
+  ["REST invalid connect-timeout-ms", rest("POST", () => "/v1/keys", () => JSON.stringify({ parentId: "eq-timeout" }), { "connect-timeout-ms": "-1" })],
+  ["REST deadline already passed", rest("POST", () => "/v1/keys", () => JSON.stringify({ parentId: "eq-late" }), { "connect-timeout-ms": "0" })],
   ["REST oversize", rest("POST", () => "/v1/keys", () => Buffer.alloc(4 * MIB + 1, 0x20))],
   ["REST malformed JSON", rest("POST", () => "/v1/keys", () => '{"parentId": ')],
   ["REST unknown field", rest("POST", () => "/v1/keys", () => JSON.stringify({ parentId: "p", secretNote: 1 }))],

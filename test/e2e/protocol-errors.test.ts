@@ -240,6 +240,55 @@ describe.each(["direct", "connect"])("protocol errors, CALL_PATH=%s", (callPath)
     });
   });
 
+  // docs/errors.md, "An invalid timeout": INVALID_ARGUMENT with PROTOCOL_ERROR, on every protocol and path.
+  describe("a timeout header that is not of its form", () => {
+    const valid = toBinary(CreateCryptoKeyRequestSchema, create(CreateCryptoKeyRequestSchema, { parentId: NAMESPACE }));
+    const grpcForm = "grpc-timeout must be 1 to 8 digits and a unit, one of H M S m u n";
+    const connectForm = "connect-timeout-ms must be 1 to 10 digits, the timeout in milliseconds";
+
+    it.each([["abc"], ["1.5S"], ["123456789S"], ["-1S"]])("grpc-timeout %s over gRPC: INVALID_ARGUMENT, PROTOCOL_ERROR", async (value) => {
+      const res = await rawCall(server.url, CREATE, frame(valid), { "grpc-timeout": value, "x-request-id": "timeout-1" });
+      expect(res.headers["x-request-id"]).toBe("timeout-1");
+      expect(res.trailers["grpc-status"]).toBe("3");
+      expect(res.trailers["grpc-message"]).toBe(grpcForm);
+      const status = statusFromBin(res.trailers["grpc-status-details-bin"]);
+      expect(detail(status, ErrorInfoSchema)).toMatchObject({ reason: "PROTOCOL_ERROR", domain: "kms" });
+      expect(detail(status, BadRequestSchema)?.fieldViolations).toEqual([expect.objectContaining({ field: "", description: grpcForm })]);
+      expect(await storedKeyCount()).toBe(0);
+    });
+
+    it("grpc-timeout over gRPC-web: the same status in the trailer frame", async () => {
+      const res = await fetch(`${server.url}${CREATE}`, {
+        method: "POST",
+        headers: { "content-type": "application/grpc-web+proto", "grpc-timeout": "abc" },
+        body: new Uint8Array(frame(valid)),
+      });
+      const trailer = grpcWebTrailer(Buffer.from(await res.arrayBuffer()));
+      expect(trailer.get("grpc-status")).toBe("3");
+      expect(detail(statusFromBin(trailer.get("grpc-status-details-bin")), ErrorInfoSchema)).toMatchObject({ reason: "PROTOCOL_ERROR", domain: "kms" });
+      expect(await storedKeyCount()).toBe(0);
+    });
+
+    it("connect-timeout-ms over Connect and REST: 400, invalid_argument, PROTOCOL_ERROR", async () => {
+      const connect = await fetch(`${server.url}${CREATE}`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "connect-timeout-ms": "-1" },
+        body: JSON.stringify({ parentId: NAMESPACE }),
+      });
+      expect(connect.status).toBe(400);
+      const error = (await connect.json()) as { code: string; message: string; details: { debug: unknown }[] };
+      expect([error.code, error.message, error.details[0]?.debug]).toEqual(["invalid_argument", connectForm, { reason: "PROTOCOL_ERROR", domain: "kms" }]);
+      const rest = await fetch(`${server.url}/v1/keys`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "connect-timeout-ms": "1.5" },
+        body: JSON.stringify({ parentId: NAMESPACE }),
+      });
+      expect(rest.status).toBe(400);
+      expect(((await rest.json()) as { code: number; message: string }).message).toBe(connectForm);
+      expect(await storedKeyCount()).toBe(0);
+    });
+  });
+
   it("leaves errors of our own handlers as they are, with grpc-message as the gRPC spec encodes it", async () => {
     const empty = toBinary(CreateCryptoKeyRequestSchema, create(CreateCryptoKeyRequestSchema, {}));
     const res = await rawCall(server.url, CREATE, frame(empty), { "x-request-id": "own-1" });

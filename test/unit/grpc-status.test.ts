@@ -19,6 +19,10 @@ describe("encodeGrpcMessage", () => {
     const message = "a: b % ключ\t✓";
     expect(decodeURIComponent(encodeGrpcMessage(message))).toBe(message);
   });
+
+  it("writes a lone surrogate as U+FFFD and keeps a pair as its character", () => {
+    expect(encodeGrpcMessage("a\ud83d b\ude00 😀")).toBe("a%EF%BF%BD b%EF%BF%BD %F0%9F%98%80");
+  });
 });
 
 describe("grpcStatusHeaders", () => {
@@ -33,5 +37,19 @@ describe("grpcStatusHeaders", () => {
     const decoded = findTrailerError(headers);
     expect(decoded?.rawMessage).toBe("key: not found");
     expect(decoded?.findDetails(ErrorInfoSchema)[0]?.reason).toBe("CRYPTO_KEY_NOT_FOUND");
+  });
+
+  // JSON.parse quotes the UTF-16 unit it stopped at: half of "😀". Connect's setTrailerStatus throws URIError on
+  // such a message; ours answers it, with U+FFFD for the lone half in both grpc-message and the details.
+  it("answers a message with lone surrogates, well-formed in grpc-message and grpc-status-details-bin", () => {
+    const error = new ConnectError("Unexpected token '\ud83d', \"😀\" is not valid JSON; cut \udc00", Code.InvalidArgument, undefined, [
+      { desc: ErrorInfoSchema, value: { reason: "MALFORMED_BODY", domain: "kms" } },
+    ]);
+    const headers = grpcStatusHeaders(error);
+    expect(headers.get("grpc-status")).toBe("3");
+    expect(headers.get("grpc-message")).toBe("Unexpected token '%EF%BF%BD', \"%F0%9F%98%80\" is not valid JSON; cut %EF%BF%BD");
+    const expected = "Unexpected token '\ufffd', \"😀\" is not valid JSON; cut \ufffd";
+    expect(decodeURIComponent(headers.get("grpc-message") ?? "")).toBe(expected);
+    expect(findTrailerError(headers)?.rawMessage).toBe(expected);
   });
 });

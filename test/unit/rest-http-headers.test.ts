@@ -1,7 +1,7 @@
 import { expect, test } from "vitest";
 import { forwardRequestHeaders, responseHeadersOf } from "../../src/transport/rest/http-headers.js";
 
-test("the caller's headers reach the call without framing, hop-by-hop or protocol headers", () => {
+test("the caller's headers reach the call without framing, hop-by-hop or protocol headers but the deadline stage's timeout", () => {
   const forwarded = forwardRequestHeaders({
     ":path": "/v1/keys",
     host: "example.com",
@@ -19,10 +19,16 @@ test("the caller's headers reach the call without framing, hop-by-hop or protoco
   });
   expect([...forwarded]).toEqual([
     ["authorization", "Bearer t"],
+    ["grpc-timeout", "1S"],
     ["x-api-key", "k"],
     ["x-multi", "a, b"],
     ["x-request-id", "r1"],
   ]);
+});
+
+test("without grpc-timeout, connect-timeout-ms is the caller's deadline, and other Connect headers stay behind", () => {
+  const forwarded = forwardRequestHeaders({ "connect-timeout-ms": "-1", "connect-protocol-version": "1", "grpc-encoding": "gzip" });
+  expect([...forwarded]).toEqual([["connect-timeout-ms", "-1"]]);
 });
 
 test("handler headers and trailers go back without Connect's own", () => {

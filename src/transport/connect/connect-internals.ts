@@ -11,9 +11,19 @@ export {
   errorFromJsonBytes,
   errorToJsonBytes,
 } from "@connectrpc/connect/protocol-connect";
-export { contentTypeRegExp as grpcContentTypeRegExp, findTrailerError, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 export {
+  contentTypeJson as grpcContentTypeJson,
+  contentTypeProto as grpcContentTypeProto,
+  contentTypeRegExp as grpcContentTypeRegExp,
+  parseContentType as parseGrpcContentType,
+  findTrailerError,
+  setTrailerStatus,
+} from "@connectrpc/connect/protocol-grpc";
+export {
+  contentTypeJson as grpcWebContentTypeJson,
+  contentTypeProto as grpcWebContentTypeProto,
   contentTypeRegExp as grpcWebContentTypeRegExp,
+  parseContentType as parseGrpcWebContentType,
   trailerFlag,
   trailerParse,
   trailerSerialize,

@@ -1,11 +1,12 @@
 import { Code } from "@connectrpc/connect";
 import type { ConnectError } from "@connectrpc/connect";
-import { deadlineExceeded, malformedBody, notOneMessage, requestTooLarge, unknownCompression } from "../../errors/protocol-errors.js";
-import type { BodyEncoding } from "../../errors/protocol-errors.js";
+import { deadlineExceeded, invalidTimeout, malformedBody, notOneMessage, requestTooLarge, unknownCompression } from "../../errors/protocol-errors.js";
+import type { BodyEncoding, TimeoutHeader } from "../../errors/protocol-errors.js";
 import type { ErrorDomain } from "../../errors/reasons.js";
 import { statusPartsOf } from "../../errors/status-details.js";
 import type { HeaderSource } from "../../pipeline/call.js";
 import { CallError, internalCallError } from "../../pipeline/call-error.js";
+import { parseTimeout } from "../../pipeline/stages/deadline.js";
 import { acceptedCompressions } from "../compression.js";
 import { grpcContentTypeRegExp, grpcWebContentTypeRegExp } from "./connect-internals.js";
 
@@ -20,7 +21,8 @@ export interface RefusalContext {
 // apart by their code, the request's headers and when they happened, never by Connect's words:
 // - while the request was read (before the pipeline started, or inside a stream's messages): too large; not a
 //   message (Connect reports an undecodable one as INTERNAL, but nothing a caller sends may look like a fault of
-//   the server); an unknown compression or a unary call without exactly one message (UNIMPLEMENTED);
+//   the server), or, as INVALID_ARGUMENT, a timeout header of the protocol that is not valid (Connect checks it
+//   before it reads the body); an unknown compression or a unary call without exactly one message (UNIMPLEMENTED);
 // - after the pipeline started: a deadline Connect enforced; anything else failed in writing our answer, a fault
 //   of ours.
 export function refusalOf(error: ConnectError, whileReading: boolean, ctx: RefusalContext): CallError {
@@ -35,8 +37,16 @@ export function refusalOf(error: ConnectError, whileReading: boolean, ctx: Refus
       const known = encoding == null || encoding === "identity" || acceptedCompressions.some((c) => c.name === encoding);
       return ours(known ? notOneMessage(domain) : unknownCompression(domain, encoding, acceptedCompressions.map((c) => c.name)));
     }
-    default:
-      return ours(malformedBody(domain, encodingOf(ctx.headers.get("content-type") ?? "")));
+    default: {
+      const encoding = encodingOf(ctx.headers.get("content-type") ?? "");
+      if (error.code === Code.InvalidArgument) {
+        // The one timeout header Connect reads for the protocol.
+        const header: TimeoutHeader = encoding === "grpc" || encoding === "grpc-web" ? "grpc-timeout" : "connect-timeout-ms";
+        const value = ctx.headers.get(header);
+        if (value != null && parseTimeout(header, value) === undefined) return ours(invalidTimeout(domain, header));
+      }
+      return ours(malformedBody(domain, encoding));
+    }
   }
 }
 

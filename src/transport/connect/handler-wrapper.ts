@@ -24,6 +24,8 @@ import {
 import type { UniversalHandler, UniversalServerRequest, UniversalServerResponse } from "./connect-internals.js";
 import { refusalOf } from "./connect-refusals.js";
 import { callKey } from "./pipeline-interceptor.js";
+import { capTimeoutHeaders } from "./timeout-headers.js";
+import { unwrittenStatusResponse } from "./unwritten-status.js";
 
 const ENVELOPE_BYTES = 5;
 
@@ -42,12 +44,21 @@ export interface WrapperSettings {
 // gRPC status goes out with grpc-message encoded as grpc-status.ts explains. The errors are told apart by their
 // code and by whether the pipeline had started (our errors carry an ErrorInfo; Connect's never do), never by
 // their text. Each protocol keeps its own error encoding: the Connect unary error JSON, gRPC trailers, the
-// gRPC-web trailer frame.
+// gRPC-web trailer frame. A caller's timeout is capped before Connect reads it, so that Connect's own deadline
+// timer cannot overflow (timeout-headers.ts).
 export function wrapHandler(handler: UniversalHandler, settings: WrapperSettings): UniversalHandler {
   const domain = settings.table.of(handler.method).policy.domain;
   const wrapped = async (req: UniversalServerRequest): Promise<UniversalServerResponse> => {
     const contextValues = (req.contextValues ??= createContextValues());
-    const res = await handler(req);
+    const contentType = req.header.get("content-type") ?? "";
+    // Before Connect arms its deadline timer from them (timeout-headers.ts).
+    capTimeoutHeaders(req.header);
+    const res = await handler(req).catch((thrown: unknown) => {
+      // A gRPC status Connect failed to write (unwritten-status.ts); a caller that went away needs none.
+      const answer = req.signal.aborted ? undefined : unwrittenStatusResponse(contentType, thrown);
+      if (answer === undefined) throw thrown;
+      return answer;
+    });
     // Copied: Connect answers some requests with shared response objects (415, 405) that must not change.
     const header = new Headers(res.header);
     // Set by the pipeline's request-id stage when the call reached it; a call refused before gets one here.
@@ -60,7 +71,6 @@ export function wrapHandler(handler: UniversalHandler, settings: WrapperSettings
       if (ours.internal) settings.logger.error({ requestId, method: handler.method.name, err: error }, "call failed outside its handler");
       return toConnectError(ours, null);
     };
-    const contentType = req.header.get("content-type") ?? "";
     if (res.body === undefined) return { ...res, header };
     if (grpcWebContentTypeRegExp.test(contentType)) return { ...res, header, body: completeGrpcWebTrailer(res.body, complete) };
     if (grpcContentTypeRegExp.test(contentType)) {

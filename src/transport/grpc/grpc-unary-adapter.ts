@@ -1,12 +1,13 @@
 import http2 from "node:http2";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import type { Logger } from "pino";
-import { malformedBody, notOneMessage, requestTooLarge } from "../../errors/protocol-errors.js";
+import { invalidTimeout, malformedBody, notOneMessage, requestTooLarge } from "../../errors/protocol-errors.js";
 import { statusPartsOf } from "../../errors/status-details.js";
 import { toConnectError } from "../../errors/to-connect-error.js";
 import { Call, requestIdOf } from "../../pipeline/call.js";
 import { CallError, callErrorOf } from "../../pipeline/call-error.js";
 import type { MethodEntry, MethodTable } from "../../pipeline/method-table.js";
+import { parseTimeout } from "../../pipeline/stages/deadline.js";
 import { NodeHeaders } from "../header-source.js";
 import { canRespond, respondIfPresent, stopReading } from "../peer-gone.js";
 import { grpcStatusHeaders } from "./grpc-status.js";
@@ -111,6 +112,14 @@ export class GrpcUnaryAdapter {
     if (encoding !== undefined && encoding !== "identity") return false;
 
     const call: PendingCall = { adapter: this, entry, headers, first: null, rest: null, size: 0, tooLarge: false };
+    // Refused before the body is read, as Connect refuses it (connect-refusals.ts); the unread body is then
+    // reset after the status. The deadline stage reads the valid ones.
+    const given = headers["grpc-timeout"];
+    const timeout = Array.isArray(given) ? given[0] : given;
+    if (timeout !== undefined && parseTimeout("grpc-timeout", timeout) === undefined) {
+      this.refuse(stream, call, new CallError(statusPartsOf(invalidTimeout(entry.policy.domain, "grpc-timeout")), false));
+      return true;
+    }
     (stream as PendingStream)[CALL] = call;
     stream.on("data", onData);
     stream.on("end", onEnd);

@@ -26,13 +26,19 @@ function isProtocolHeader(name: string): boolean {
 }
 
 // The caller's headers (credentials, x-request-id, user-agent ...) as the in-process call's request headers.
+// Of the protocol headers, only the caller's deadline: the one timeout header the deadline stage reads on the
+// direct path (grpc-timeout when sent, else connect-timeout-ms), as it was sent, so that a REST call is held to
+// the same deadline, and refused for the same invalid timeout, on both paths. Connect reads a connect-timeout-ms
+// itself (and refuses an invalid one as the stage would, connect-refusals.ts); grpc-timeout it leaves to the stage.
 export function forwardRequestHeaders(incoming: IncomingHttpHeaders): Headers {
   const headers = new Headers();
+  const timeoutHeader = incoming["grpc-timeout"] !== undefined ? "grpc-timeout" : "connect-timeout-ms";
   for (const [name, value] of Object.entries(incoming)) {
     const lower = name.toLowerCase();
     if (value === undefined || lower.startsWith(":") || hopByHop.has(lower) || requestOnly.has(lower)) continue;
-    if (isProtocolHeader(lower)) continue;
-    for (const v of Array.isArray(value) ? value : [value]) {
+    if (isProtocolHeader(lower) && lower !== timeoutHeader) continue;
+    // The first value, as the deadline stage reads it (NodeHeaders).
+    for (const v of Array.isArray(value) ? (lower === timeoutHeader ? value.slice(0, 1) : value) : [value]) {
       try {
         headers.append(lower, v);
       } catch {
