@@ -58,7 +58,7 @@ export async function startServer(
   });
   const app = build(config, createLogger(config.logLevel, sink), { clock: opts.clock, extraStages: opts.stages });
   const port = await app.listen();
-  const url = `http://127.0.0.1:${port}`;
+  const url = `${config.tlsCertFile === "" ? "http" : "https"}://127.0.0.1:${port}`;
   return {
     url,
     token: await loginAsAdmin(url, dataDir),
