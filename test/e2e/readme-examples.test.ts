@@ -82,13 +82,15 @@ interface ShellRun {
 const separator = (i: number): string => `@@readme example ${i}@@`;
 
 // One shell for all the examples, as a reader pasting them one after the other: variables set by one example
-// are there for the next. `set -e` stops at the first command that fails, so a failure anywhere is seen.
-function runExamples(port: number): Promise<ShellRun> {
+// are there for the next. `set -e` stops at the first command that fails, so a failure anywhere is seen. What
+// differs from the reader's `npm start` is put in place: the port, and the data directory (`./data/`), where the
+// first start wrote the admin's credentials that the examples exchange for a token.
+function runExamples(port: number, dataDir: string): Promise<ShellRun> {
   const script = [
     "set -e",
     ...examples.flatMap((example, i) => [
       `printf '\\n%s\\n' '${separator(i)}'`,
-      example.script.replaceAll("localhost:8080", `localhost:${port}`),
+      example.script.replaceAll("localhost:8080", `localhost:${port}`).replaceAll("./data/", `${dataDir}/`),
     ]),
     `printf '\\n%s\\n' '${separator(examples.length)}'`,
   ].join("\n");
@@ -165,11 +167,11 @@ describe("README.md", () => {
     });
 
     it("run in order and print what the README shows", { timeout: 120_000 }, async () => {
-      checkRun(await runExamples(server.port));
+      checkRun(await runExamples(server.port, data.path));
     });
 
     it("run again on the same data and print the same", { timeout: 120_000 }, async () => {
-      checkRun(await runExamples(server.port));
+      checkRun(await runExamples(server.port, data.path));
     });
   });
 });
