@@ -141,7 +141,9 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config | "he
     shutdownTimeoutMs: integer("shutdownTimeoutSeconds", raw("shutdownTimeoutSeconds"), 0, 3600) * 1000,
     corsAllowedOrigins: raw("corsAllowedOrigins").split(",").map((o) => o.trim()).filter((o) => o !== ""),
     vcdApiVersions: versionList(raw("vcdApiVersions")),
-    accessTokenTtlMs: integer("accessTokenTtlSeconds", raw("accessTokenTtlSeconds"), 1, 1000 * 365 * 24 * 3600) * 1000,
+    // At most what AccessToken.expires_in (an int32 of seconds) can say, about 68 years: beyond it connect-node
+    // cannot encode the token's answer and every service_auth call failed with INTERNAL.
+    accessTokenTtlMs: integer("accessTokenTtlSeconds", raw("accessTokenTtlSeconds"), 1, 2 ** 31 - 1) * 1000,
     authFailuresPerMinute: integer("authFailuresPerMinute", raw("authFailuresPerMinute"), 1, 1_000_000),
     catalogFile: raw("catalogFile") === "" ? shippedCatalogPath() : raw("catalogFile"),
     providerDelayMs: integer("providerDelayMs", raw("providerDelayMs"), 0, 3_600_000),

@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import type { Logger } from "pino";
 import { writeFileAtomically } from "../shared/durable-file.js";
+import { restrictToOwner } from "../shared/private-file.js";
 import type { IdentityAdmin } from "./identity-admin.js";
 
 export const ADMIN_CREDENTIALS_FILE = "admin-credentials.json";
@@ -8,10 +9,14 @@ export const ADMIN_CREDENTIALS_FILE = "admin-credentials.json";
 // On the first start of an empty store: an admin service account with the admin role on every scope, its
 // credentials written to a file of the data directory that only the server's user can read. The log says where,
 // never what. The file is on disk before the account is stored, so that a crash in between leaves an empty store
-// (and the next start does it again) rather than an admin nobody can log in as.
+// (and the next start does it again) rather than an admin nobody can log in as. On every later start a file left
+// behind readable by others (a restore, a chmod) is made the owner's only again, as master.key is.
 export function bootstrapAdmin(admin: IdentityAdmin, dataDir: string, logger: Logger): void {
-  if (!admin.hasNoAccounts()) return;
   const path = join(dataDir, ADMIN_CREDENTIALS_FILE);
+  if (!admin.hasNoAccounts()) {
+    restrictToOwner(path);
+    return;
+  }
   const prepared = admin.prepareServiceAccount("admin");
   // Exactly the body of POST /public/v2/service_auth, so that `curl -d @admin-credentials.json` gets a token.
   const credentials = { client_id: prepared.clientId, client_secret: prepared.clientSecret };

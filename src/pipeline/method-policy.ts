@@ -71,9 +71,7 @@ export function policyOf(method: DescMethod): MethodPolicy {
   if (!hasOption(method, method_policy)) throw new Error(`${where} declares no (cloudplane.api.v1.method_policy)`);
   const policy = getOption(method, method_policy);
   if (policy.permission === "") throw new Error(`${where}: its method_policy names no permission`);
-  const rule = getOption(method, http);
-  const pattern = rule.pattern;
-  if (pattern.case === undefined || pattern.case === "custom") throw new Error(`${where} has no google.api.http mapping`);
+  const mapping = httpMappingOf(method, where);
   return {
     permission: policy.permission,
     longRunning: policy.longRunning,
@@ -81,9 +79,25 @@ export function policyOf(method: DescMethod): MethodPolicy {
     public: policy.public,
     requiresApiKey: policy.requiresApiKey,
     scope: scopeOf(method, where, policy.public, policy.scope),
-    audited: domainOf(service) === "kms" || pattern.case !== "get",
-    resource: resourcePathOf(method.input, pattern.value),
+    audited: domainOf(service) === "kms" || !readOnly.has(mapping.httpMethod),
+    resource: resourcePathOf(method.input, mapping.path),
   };
+}
+
+const readOnly = new Set(["GET", "HEAD"]);
+
+// The method's REST mapping: an HTTP method and a path template, from one of the five standard verbs or from a
+// custom one (`custom: { kind: "PURGE", path: ... }`), which the REST routes serve as well.
+function httpMappingOf(method: DescMethod, where: string): { httpMethod: string; path: string } {
+  const pattern = getOption(method, http).pattern;
+  switch (pattern.case) {
+    case undefined:
+      throw new Error(`${where} has no google.api.http mapping`);
+    case "custom":
+      return { httpMethod: pattern.value.kind.toUpperCase(), path: pattern.value.path };
+    default:
+      return { httpMethod: pattern.case.toUpperCase(), path: pattern.value };
+  }
 }
 
 function scopeOf(method: DescMethod, where: string, isPublic: boolean, scope: { kind: Scope_Kind; field: string } | undefined): ScopeRule | null {

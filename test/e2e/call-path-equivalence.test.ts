@@ -13,6 +13,8 @@ import {
 import { file_google_rpc_error_details } from "../../gen/google/rpc/error_details_pb.js";
 import { StatusSchema } from "../../gen/google/rpc/status_pb.js";
 import type { Stage } from "../../src/pipeline/stage.js";
+import { adminAuth } from "../support/credentials.js";
+import { adminAuthInterceptor } from "../support/kms-clients.js";
 import { frame, rawCall } from "../support/raw-grpc.js";
 import { startServer } from "../support/server.js";
 import type { TestServer } from "../support/server.js";
@@ -63,11 +65,11 @@ function grpc(path: string, body: (side: Side) => Buffer, extra: Record<string, 
   };
 }
 
-function rest(method: string, path: (side: Side) => string, body?: (side: Side) => string | Buffer, extra: Record<string, string> = {}): Probe {
+function rest(method: string, path: (side: Side) => string, body?: (side: Side) => string | Buffer, extra: Record<string, string> = {}, auth = true): Probe {
   return async (side) => {
     const res = await fetch(`${side.server.url}${path(side)}`, {
       method,
-      headers: { "x-request-id": "eq-1", "content-type": "application/json", ...extra },
+      headers: { "x-request-id": "eq-1", "content-type": "application/json", ...(auth ? adminAuth(side.server.url) : {}), ...extra },
       body: body === undefined ? undefined : new Uint8Array(Buffer.from(body(side))),
     });
     const headers = Object.fromEntries([...res.headers].filter(([name]) => name !== "date" && name !== "content-length" && name !== "keep-alive"));
@@ -88,6 +90,10 @@ const cases: [string, Probe][] = [
   ["gRPC unknown resource", grpc("GetCryptoKey", () => binary(GetCryptoKeyRequestSchema, { keyId: "no-such-key" }))],
   ["gRPC state conflict", grpc("DisableCryptoKeyVersion", (s) => binary(DisableCryptoKeyVersionRequestSchema, { keyId: s.keyId, keyVersionId: 1 }))],
   ["gRPC internal", grpc("Encrypt", () => binary(EncryptRequestSchema, { keyId: FAULT, keyVersionId: 1, plaintext: Buffer.from("x") }))],
+  ["gRPC unauthenticated (a token the server never issued)", async (side) => {
+    const res = await rawCall(side.server.url, "/kms.v1.KeyManagerService/GetCryptoKey", binary(GetCryptoKeyRequestSchema, { keyId: side.keyId }), { "x-request-id": "eq-1", authorization: "Bearer not-a-token" });
+    return masked(side, { headers: res.headers, trailers: res.trailers, body: res.body.toString("base64") });
+  }],
   ["gRPC deadline already passed", async (side) => {
     const res = await rawCall(side.server.url, "/kms.v1.KeyManagerService/CreateCryptoKey", binary(CreateCryptoKeyRequestSchema, { parentId: "eq-late" }), { "x-request-id": "eq-1", "grpc-timeout": "0m" });
     return masked(side, { headers: res.headers, trailers: res.trailers });
@@ -106,6 +112,7 @@ const cases: [string, Probe][] = [
   ["REST field violation", rest("POST", () => "/v1/encrypt", () => JSON.stringify({ keyId: "", plaintext: "" }))],
   ["REST unknown resource", rest("GET", () => "/v1/keys/no-such-key")],
   ["REST state conflict", rest("POST", (s) => `/v1/keys/${s.keyId}/versions/1:disable`, () => "{}")],
+  ["REST unauthenticated (no credentials)", rest("GET", (s) => `/v1/keys/${s.keyId}`, undefined, {}, false)],
   ["REST internal", rest("POST", () => "/v1/encrypt", () => JSON.stringify({ keyId: FAULT, keyVersionId: 1, plaintext: "eA==" }))],
 ];
 
@@ -115,7 +122,7 @@ describe("the direct adapters answer as connect-node does", () => {
   beforeAll(async () => {
     for (const callPath of ["direct", "connect"] as const) {
       const server = await startServer({ env: { CALL_PATH: callPath }, stages: [injectFault] });
-      const client = createClient(KeyManagerService, createGrpcTransport({ baseUrl: server.url }));
+      const client = createClient(KeyManagerService, createGrpcTransport({ baseUrl: server.url, interceptors: [adminAuthInterceptor(server.url)] }));
       const key = await client.createCryptoKey({ parentId: "equivalence", name: "k" });
       sides[callPath] = { server, keyId: key.id };
     }
@@ -137,8 +144,9 @@ describe("the direct adapters answer as connect-node does", () => {
       codes.add(name.startsWith("gRPC") ? (seen.trailers?.["grpc-status"] ?? seen.headers?.["grpc-status"]) : seen.status);
     }
     // OK, RESOURCE_EXHAUSTED, INVALID_ARGUMENT, UNIMPLEMENTED, NOT_FOUND, FAILED_PRECONDITION, INTERNAL,
-    // DEADLINE_EXCEEDED; 200, 413, 400, 404, 409?/400, 500 over REST.
-    expect([...codes].filter((c) => typeof c === "string").sort()).toEqual(["0", "13", "3", "4", "5", "8", "9", "12"].sort());
+    // DEADLINE_EXCEEDED, UNAUTHENTICATED; 200, 413, 400, 404, 409?/400, 401, 500 over REST.
+    expect([...codes].filter((c) => typeof c === "string").sort()).toEqual(["0", "13", "3", "4", "5", "8", "9", "12", "16"].sort());
+    expect(codes).toContain(401);
     expect(sides.direct.server.logs()).toContain("injected fault");
   });
 });

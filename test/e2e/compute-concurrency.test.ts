@@ -8,6 +8,7 @@ import { NodePool_State, NodePoolService, NodePoolTaskMetadataSchema } from "../
 import { Task_Status, TaskService } from "../../gen/compute/cluster/v1/task_pb.js";
 import type { Task } from "../../gen/compute/cluster/v1/task_pb.js";
 import { QuotaFailureSchema } from "../../gen/google/rpc/error_details_pb.js";
+import { adminAuthInterceptor } from "../support/kms-clients.js";
 import { startServer } from "../support/server.js";
 import type { TestServer } from "../support/server.js";
 import { tempDir } from "../support/temp-dir.js";
@@ -32,7 +33,7 @@ describe("concurrent node pool creation", () => {
   });
 
   it("ends every accepted pool RUNNING or its task FAILED with QuotaFailure, within capacity, each task run once", { timeout: 120_000 }, async () => {
-    const transport = createConnectTransport({ baseUrl: server.url, httpVersion: "2" });
+    const transport = createConnectTransport({ baseUrl: server.url, httpVersion: "2", interceptors: [adminAuthInterceptor(server.url)] });
     const pools = createClient(NodePoolService, transport);
     const tasks = createClient(TaskService, transport);
 
@@ -89,6 +90,13 @@ describe("concurrent node pool creation", () => {
       expect(rows.every((r) => r.attempts === 1 && (r.status === "SUCCEEDED" || r.status === "FAILED"))).toBe(true);
       const reserved = db.prepare("SELECT COALESCE(SUM(reserved), 0) FROM compute_simulated_nodes WHERE cluster_id = ?").pluck().get(CLUSTER);
       expect(reserved).toBe(used);
+      // Every create, accepted or not, is in the audit trail once, as the admin's.
+      const audited = db
+        .prepare("SELECT principal, request_id FROM audit_records WHERE method = 'compute.cluster.v1.NodePoolService/CreateNodePool'")
+        .all() as { principal: string; request_id: string }[];
+      expect(audited).toHaveLength(CREATES);
+      expect(new Set(audited.map((r) => r.request_id)).size).toBe(CREATES);
+      expect(audited.every((r) => r.principal === server.adminId)).toBe(true);
     } finally {
       db.close();
     }

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FakeClock } from "../support/fake-clock.js";
 import { startServer } from "../support/server.js";
 import type { TestServer } from "../support/server.js";
-import { storeSnapshot } from "../support/store-snapshot.js";
+import { AUDIT_TABLE, auditRecords, storeSnapshot } from "../support/store-snapshot.js";
 import { tempDir } from "../support/temp-dir.js";
 import { injectWriteFailure } from "../support/write-failure.js";
 import { CLUSTER, FLAVOR, ROOMY_CLUSTER, VDC, rest, restDetails, restNodePoolId, writeTestCatalog } from "./compute-helpers.js";
@@ -11,7 +11,8 @@ import type { RestResponse } from "./compute-helpers.js";
 
 // Every node pool change that can fail after the request itself was found valid (a name taken in the cluster, a
 // task still running, a limit of the cluster, storage failing halfway through the write) answers its exact code
-// and leaves every row of the store as it was: no pool, no task, no changed state.
+// and leaves every row of the store as it was: no pool, no task, no changed state; only the audit trail records
+// the refusal, as it records every mutation.
 
 let server: TestServer;
 let catalogDir: ReturnType<typeof tempDir>;
@@ -54,14 +55,18 @@ afterAll(async () => {
   catalogDir.remove();
 });
 
-// Sends a request that must fail, checks that the store is exactly as before it, and returns the code and reason.
+// Sends a request that must fail, checks that the store is exactly as before it but for the audit record of the
+// refusal (the admin's, with the code answered), and returns the code and reason.
 async function failsCommittingNothing(method: string, path: string, body?: JsonObject): Promise<{ code: number; reason: string; res: RestResponse }> {
-  const before = storeSnapshot(server.dataDir);
+  const before = storeSnapshot(server.dataDir, { except: [AUDIT_TABLE] });
+  const recorded = auditRecords(server.dataDir).length;
   const res = await rest(server.url, method, path, body);
-  expect(storeSnapshot(server.dataDir)).toEqual(before);
+  expect(storeSnapshot(server.dataDir, { except: [AUDIT_TABLE] })).toEqual(before);
   expect(res.status).not.toBe(200);
+  const code = Number(res.json.code);
+  expect(auditRecords(server.dataDir).slice(recorded)).toEqual([expect.objectContaining({ principal: server.adminId, code })]);
   const info = restDetails(res.json).find((d) => d["@type"] === "type.googleapis.com/google.rpc.ErrorInfo");
-  return { code: Number(res.json.code), reason: String(info?.reason ?? ""), res };
+  return { code, reason: String(info?.reason ?? ""), res };
 }
 
 const createBody = (nodePoolName: string, clusterId = CLUSTER): JsonObject => ({

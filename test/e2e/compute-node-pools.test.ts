@@ -11,6 +11,7 @@ import { Task_Status, TaskService } from "../../gen/compute/cluster/v1/task_pb.j
 import { ErrorInfoSchema, QuotaFailureSchema, ResourceInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { computeJsonRegistry } from "../../src/compute/compute-module.js";
 import { FakeClock } from "../support/fake-clock.js";
+import { adminAuthInterceptor } from "../support/kms-clients.js";
 import { startServer } from "../support/server.js";
 import type { TestServer } from "../support/server.js";
 import { tempDir } from "../support/temp-dir.js";
@@ -126,8 +127,8 @@ describe("over grpc-js, with the .proto files loaded at run time", () => {
 });
 
 describe.each([
-  ["Connect (JSON)", () => createConnectTransport({ baseUrl: server.url, httpVersion: "1.1", jsonOptions: { registry: computeJsonRegistry } })],
-  ["gRPC-web (binary)", () => createGrpcWebTransport({ baseUrl: server.url, httpVersion: "1.1", useBinaryFormat: true })],
+  ["Connect (JSON)", () => createConnectTransport({ baseUrl: server.url, httpVersion: "1.1", jsonOptions: { registry: computeJsonRegistry }, interceptors: [adminAuthInterceptor(server.url)] })],
+  ["gRPC-web (binary)", () => createGrpcWebTransport({ baseUrl: server.url, httpVersion: "1.1", useBinaryFormat: true, interceptors: [adminAuthInterceptor(server.url)] })],
 ])("over %s", (name, transport: () => Transport) => {
   const pools = () => createClient(NodePoolService, transport());
   const tasks = () => createClient(TaskService, transport());

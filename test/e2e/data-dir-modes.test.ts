@@ -1,13 +1,15 @@
 import { chmodSync, mkdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { adminAuth } from "../support/credentials.js";
 import { spawnServer, startServer } from "../support/server.js";
 import { tempDir } from "../support/temp-dir.js";
 
-// The files of the data directory hold the master key and the wrapped key material: readable by the server's user
-// only, whatever the umask and the mode of the directory the operator prepared.
+// The files of the data directory hold the master key, the wrapped key material and the bootstrapped admin's
+// client secret: readable by the server's user only, whatever the umask and the mode of the directory the operator
+// prepared.
 
-const files = ["cloudplane.db", "cloudplane.db-wal", "cloudplane.db-shm", "master.key"];
+const files = ["cloudplane.db", "cloudplane.db-wal", "cloudplane.db-shm", "master.key", "admin-credentials.json"];
 
 function modes(dataDir: string): Record<string, string> {
   return Object.fromEntries(files.map((f) => [f, (statSync(join(dataDir, f)).mode & 0o777).toString(8)]));
@@ -16,7 +18,7 @@ function modes(dataDir: string): Record<string, string> {
 const allPrivate = Object.fromEntries(files.map((f) => [f, "600"]));
 
 async function createKey(url: string): Promise<string> {
-  const res = await fetch(`${url}/v1/keys`, { method: "POST", headers: { "content-type": "application/json" }, body: '{"parentId": "modes"}' });
+  const res = await fetch(`${url}/v1/keys`, { method: "POST", headers: { "content-type": "application/json", ...adminAuth(url) }, body: '{"parentId": "modes"}' });
   expect(res.status).toBe(200);
   return ((await res.json()) as { id: string }).id;
 }
@@ -61,7 +63,7 @@ describe("data directory file modes", () => {
     server = await spawnServer({ dataDir, env: { MASTER_KEY: "" } });
     try {
       expect(modes(dataDir)).toEqual(allPrivate);
-      expect((await fetch(`${server.url}/v1/keys/${keyId}`)).status).toBe(200);
+      expect((await fetch(`${server.url}/v1/keys/${keyId}`, { headers: adminAuth(server.url) })).status).toBe(200);
     } finally {
       await server.kill("SIGKILL");
     }

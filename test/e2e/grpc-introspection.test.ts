@@ -283,6 +283,7 @@ describe("HealthStatus.register", () => {
 // Every service the real server registers, by the names a load balancer or grpc_health_probe would ask for.
 const servedServices = [
   KMS,
+  "compute.auth.v2.AuthService",
   "compute.cluster.v1.NodePoolService",
   "compute.cluster.v1.TaskService",
   "grpc.health.v1.Health",

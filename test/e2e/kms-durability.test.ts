@@ -3,10 +3,10 @@ import { spawnServer } from "../support/server.js";
 import type { SpawnedServer } from "../support/server.js";
 import { tempDir } from "../support/temp-dir.js";
 
-async function call(server: SpawnedServer, method: string, path: string, body?: unknown): Promise<Record<string, unknown>> {
+async function call(server: SpawnedServer, method: string, path: string, body?: unknown, token = server.token): Promise<Record<string, unknown>> {
   const res = await fetch(server.url + path, {
     method,
-    headers: body === undefined ? {} : { "content-type": "application/json" },
+    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const json = (await res.json()) as Record<string, unknown>;
@@ -51,13 +51,16 @@ describe("durability across SIGKILL", () => {
       disabled.push({ keyId, ciphertext: enc.ciphertext as string });
     }
 
+    const tokenBeforeKill = server.token;
     await server.kill("SIGKILL");
     server = await spawnServer({ dataDir: dir.path, env });
+    // The admin logs in again from its credentials file, and the token issued before the kill is still good.
+    await call(server, "GET", "/v1/keys?parentId=durable", undefined, tokenBeforeKill);
 
     for (const d of disabled) {
       const res = await fetch(`${server.url}/v1/decrypt`, {
         method: "POST",
-        headers: { "content-type": "application/json" },
+        headers: { "content-type": "application/json", authorization: `Bearer ${server.token}` },
         body: JSON.stringify(d),
       });
       expect(res.status).toBe(400);

@@ -6,6 +6,7 @@ import { http } from "../../gen/google/api/annotations_pb.js";
 import type { Protocol } from "../../src/pipeline/call.js";
 import type { Stage } from "../../src/pipeline/stage.js";
 import { apiServices, infrastructureServices } from "../../src/routes.js";
+import { adminAuth } from "../support/credentials.js";
 import { frame } from "../support/raw-grpc.js";
 import { startServer } from "../support/server.js";
 import type { TestServer } from "../support/server.js";
@@ -13,11 +14,15 @@ import type { TestServer } from "../support/server.js";
 // Generated from the descriptors of every served service: each method is called on every protocol it is mapped
 // to, and a probe registered as a pipeline stage must see each of those calls with the right protocol, so that
 // no surface can bypass the pipeline. The requests are empty messages: most are refused by the handler's
-// validation, after the pipeline ran, which is all this test needs.
+// validation, after the pipeline ran, which is all this test needs. They carry the admin's token, so that the
+// access stages let them through to the probe, which runs last.
 
 const seen = new Set<string>();
+// The calls that reached the probe without a principal: only those of public methods may.
+const seenAnonymous = new Set<string>();
 const probe: Stage = (call, next) => {
   seen.add(`${call.entry.path} ${call.protocol}`);
+  if (call.principal === "anonymous") seenAnonymous.add(`${call.entry.path} ${call.protocol}`);
   return next(call);
 };
 
@@ -42,13 +47,13 @@ async function vcdSessionCall(url: string): Promise<void> {
 }
 
 // One call of an empty request over HTTP/2; a stream is let go once its response headers came.
-function rawCall(url: string, method: DescMethod, protocol: Exclude<Protocol, "rest" | "vcd">): Promise<void> {
+function rawCall(url: string, method: DescMethod, protocol: Exclude<Protocol, "rest" | "vcd">, auth: Record<string, string> = adminAuth(url)): Promise<void> {
   const streaming = method.methodKind !== "unary";
   const contentType = protocol === "connect" && streaming ? "application/connect+proto" : contentTypes[protocol];
   const body = protocol === "connect" && !streaming ? Buffer.alloc(0) : frame(new Uint8Array(0));
   return new Promise((resolve, reject) => {
     const session = http2.connect(url);
-    const req = session.request({ ":method": "POST", ":path": `/${method.parent.typeName}/${method.name}`, "content-type": contentType, te: "trailers" });
+    const req = session.request({ ":method": "POST", ":path": `/${method.parent.typeName}/${method.name}`, "content-type": contentType, te: "trailers", ...auth });
     const done = (): void => {
       session.destroy();
       resolve();
@@ -61,7 +66,7 @@ function rawCall(url: string, method: DescMethod, protocol: Exclude<Protocol, "r
   });
 }
 
-async function restCall(url: string, method: DescMethod): Promise<void> {
+async function restCall(url: string, method: DescMethod, auth: Record<string, string> = adminAuth(url)): Promise<void> {
   const rule = getOption(method, http);
   const { pattern } = rule;
   if (pattern.case === undefined || pattern.case === "custom") throw new Error(`${method.name}: unexpected rule`);
@@ -69,7 +74,7 @@ async function restCall(url: string, method: DescMethod): Promise<void> {
   const path = pattern.value.replace(/\{[^}]+\}/g, "1");
   const res = await fetch(url + path, {
     method: pattern.case.toUpperCase(),
-    headers: { "content-type": "application/json" },
+    headers: { "content-type": "application/json", ...auth },
     body: rule.body === "" ? undefined : "{}",
   });
   await res.arrayBuffer();
@@ -98,5 +103,30 @@ describe("every call of every protocol runs through the pipeline", () => {
   it("covers the methods of the product on all four protocols", () => {
     const restMapped = methods.filter((m) => protocolsOf(m).includes("rest"));
     expect(restMapped.length).toBe(apiServices.flatMap((s) => s.methods).length);
+  });
+});
+
+// Health, reflection and obtaining a token are open to every caller; every other method of every protocol is
+// refused before its handler without credentials.
+describe("no call of a method that needs credentials gets past authentication without them, on any protocol", () => {
+  let server: TestServer;
+  const methods = [...apiServices, ...infrastructureServices].flatMap((s) => s.methods);
+
+  beforeAll(async () => {
+    server = await startServer({ stages: [probe] });
+  });
+  afterAll(() => server.stop());
+
+  it.each(methods.map((m) => [`${m.parent.typeName}/${m.name}`, m] as const))("%s", async (_name, method) => {
+    const protocols = protocolsOf(method);
+    for (const protocol of protocols) {
+      if (protocol === "rest") await restCall(server.url, method, {});
+      else if (protocol === "vcd") await vcdSessionCall(server.url);
+      else await rawCall(server.url, method, protocol, {});
+    }
+    const path = `/${method.parent.typeName}/${method.name}`;
+    const reached = protocols.filter((p) => seenAnonymous.has(`${path} ${p}`));
+    const open = infrastructureServices.includes(method.parent) || path === "/compute.auth.v2.AuthService/ServiceAuth";
+    expect(reached).toEqual(open ? protocols : []);
   });
 });

@@ -11,6 +11,8 @@ import {
 import { StatusSchema } from "../../gen/google/rpc/status_pb.js";
 import type { Status } from "../../gen/google/rpc/status_pb.js";
 import { CreateCryptoKeyRequestSchema, EncryptRequestSchema } from "../../gen/kms/v1/kms_pb.js";
+import { adminAuth } from "../support/credentials.js";
+import { withAuthorization } from "../support/kms-clients.js";
 import { frame, rawCall } from "../support/raw-grpc.js";
 import { startServer } from "../support/server.js";
 import type { TestServer } from "../support/server.js";
@@ -66,7 +68,7 @@ describe.each(["direct", "connect"])("protocol errors, CALL_PATH=%s", (callPath)
   async function storedKeyCount(): Promise<number> {
     const res = await fetch(`${server.url}/kms.v1.KeyManagerService/ListCryptoKeys`, {
       method: "POST",
-      headers: { "content-type": "application/json" },
+      headers: { "content-type": "application/json", ...adminAuth(server.url) },
       body: JSON.stringify({ parentId: NAMESPACE }),
     });
     expect(res.status).toBe(200);
@@ -86,7 +88,7 @@ describe.each(["direct", "connect"])("protocol errors, CALL_PATH=%s", (callPath)
     it("answers a body that is not JSON with 400, MALFORMED_BODY and the caller's request id", async () => {
       const res = await fetch(`${server.url}${CREATE}`, {
         method: "POST",
-        headers: { "content-type": "application/json", "x-request-id": "bad-json-1" },
+        headers: { "content-type": "application/json", "x-request-id": "bad-json-1", ...adminAuth(server.url) },
         body: '{"parentId": ',
       });
       expect(res.status).toBe(400);
@@ -107,7 +109,7 @@ describe.each(["direct", "connect"])("protocol errors, CALL_PATH=%s", (callPath)
       for (const path of [CREATE, "/kms.v1.KeyManagerService/Encrypt"]) {
         const res = await fetch(`${server.url}${path}`, {
           method: "POST",
-          headers: { "content-type": "application/proto" },
+          headers: { "content-type": "application/proto", ...adminAuth(server.url) },
           body: Buffer.from([0xff, 0xff, 0xff]),
         });
         expect(res.status).toBe(400);
@@ -121,7 +123,7 @@ describe.each(["direct", "connect"])("protocol errors, CALL_PATH=%s", (callPath)
     it("answers a message over 4 MiB with 429, REQUEST_TOO_LARGE and a QuotaFailure", async () => {
       const res = await fetch(`${server.url}${CREATE}`, {
         method: "POST",
-        headers: { "content-type": "application/proto" },
+        headers: { "content-type": "application/proto", ...adminAuth(server.url) },
         body: oversized,
       });
       expect(res.status).toBe(429);
@@ -195,7 +197,7 @@ describe.each(["direct", "connect"])("protocol errors, CALL_PATH=%s", (callPath)
     it("answers an undecodable message with the same status in its trailer frame", async () => {
       const res = await fetch(`${server.url}${CREATE}`, {
         method: "POST",
-        headers: { "content-type": "application/grpc-web+proto", "x-grpc-web": "1", "x-request-id": "bad-web-1" },
+        headers: { "content-type": "application/grpc-web+proto", "x-grpc-web": "1", "x-request-id": "bad-web-1", ...adminAuth(server.url) },
         body: new Uint8Array(frame(truncated)),
       });
       expect(res.status).toBe(200);
@@ -311,7 +313,7 @@ describe("error messages as @grpc/grpc-js shows them", () => {
 
   beforeAll(async () => {
     server = await startServer();
-    client = new grpc.Client(`127.0.0.1:${server.port}`, grpc.credentials.createInsecure());
+    client = new grpc.Client(`127.0.0.1:${server.port}`, grpc.credentials.createInsecure(), { interceptors: [withAuthorization(adminAuth(server.url).authorization)] });
   });
   afterAll(async () => {
     client.close();

@@ -6,6 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { KeyManagerService } from "../../gen/kms/v1/kms_pb.js";
+import { adminAuth } from "../support/credentials.js";
+import { adminAuthInterceptor } from "../support/kms-clients.js";
 import { spawnServer, startServer } from "../support/server.js";
 import type { TestServer } from "../support/server.js";
 import { tempDir } from "../support/temp-dir.js";
@@ -13,7 +15,8 @@ import { tempDir } from "../support/temp-dir.js";
 describe("cleartext port", () => {
   let server: TestServer;
   beforeAll(async () => {
-    server = await startServer();
+    // No origin is allowed by default (CORS_ALLOWED_ORIGINS): the browser console's must be listed.
+    server = await startServer({ env: { CORS_ALLOWED_ORIGINS: "https://app.example" } });
   });
   afterAll(() => server.stop());
 
@@ -40,16 +43,27 @@ describe("cleartext port", () => {
       headers: { origin: "https://app.example", "access-control-request-method": "POST", "access-control-request-headers": "content-type,x-grpc-web" },
     });
     expect(res.status).toBe(204);
-    expect(res.headers.get("access-control-allow-origin")).toBe("*");
+    expect(res.headers.get("access-control-allow-origin")).toBe("https://app.example");
+    expect(res.headers.get("vary")).toBe("Origin");
     expect(res.headers.get("access-control-allow-methods")).toContain("PATCH");
     expect(res.headers.get("access-control-allow-headers")).toContain("X-Grpc-Web");
+    expect(res.headers.get("access-control-allow-headers")).toContain("Authorization");
     expect(res.headers.get("access-control-expose-headers")).toContain("Grpc-Status-Details-Bin");
-    const actual = await fetch(`${server.url}/v1/keys?parentId=cors`, { headers: { origin: "https://app.example" } });
+    const actual = await fetch(`${server.url}/v1/keys?parentId=cors`, { headers: { origin: "https://app.example", ...adminAuth(server.url) } });
+    expect(actual.status).toBe(200);
+    expect(actual.headers.get("access-control-allow-origin")).toBe("https://app.example");
     expect(actual.headers.get("access-control-expose-headers")).toContain("X-Request-Id");
+    // A page of any other site gets no CORS header, so its browser keeps the answer from it.
+    const other = await fetch(`${server.url}/kms.v1.KeyManagerService/Encrypt`, {
+      method: "OPTIONS",
+      headers: { origin: "https://elsewhere.example", "access-control-request-method": "POST" },
+    });
+    expect(other.headers.get("access-control-allow-origin")).toBeNull();
+    expect(other.headers.get("access-control-allow-headers")).toBeNull();
   });
 
   it("takes a 64 KiB request over h2c in one go and echoes the request id", async () => {
-    const client = createClient(KeyManagerService, createGrpcTransport({ baseUrl: server.url }));
+    const client = createClient(KeyManagerService, createGrpcTransport({ baseUrl: server.url, interceptors: [adminAuthInterceptor(server.url)] }));
     const key = await client.createCryptoKey({ parentId: "big" });
     const plaintext = Buffer.alloc(64 * 1024, 1);
     let requestId = "";
@@ -90,7 +104,7 @@ describe("TLS", () => {
     expect(status).toBe(200);
     const h1 = await new Promise<{ status: number; body: string }>((resolve, reject) => {
       https
-        .get({ host: "127.0.0.1", port: server.port, path: "/v1/keys?parentId=tls", rejectUnauthorized: false }, (res) => {
+        .get({ host: "127.0.0.1", port: server.port, path: "/v1/keys?parentId=tls", headers: adminAuth(server.url), rejectUnauthorized: false }, (res) => {
           let body = "";
           res.on("data", (c: Buffer) => (body += c.toString()));
           res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));

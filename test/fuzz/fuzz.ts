@@ -25,6 +25,10 @@ const { values: flags } = parseArgs({
     only: { type: "string", default: "" },
     url: { type: "string", default: "" },
     pid: { type: "string", default: "" },
+    // With --url: the admin's token of that server (POST /public/v2/service_auth with the client id and secret of
+    // <data-dir>/admin-credentials.json). Without it every call but health and ServiceAuth is refused as
+    // UNAUTHENTICATED, before the handlers the fuzzing is for. A spawned server's admin is logged in by the run.
+    token: { type: "string", default: "" },
     // The property mode: --only then names properties (rest, grpc, grpc-messages, grpc-web, connect, comma-separated).
     properties: { type: "boolean", default: false },
     runs: { type: "string", default: "1000000" },
@@ -37,6 +41,13 @@ const { values: flags } = parseArgs({
 const seconds = Number(flags.seconds);
 const seed = Number(flags.seed);
 const CALL_TIMEOUT_MS = 15_000;
+
+// The admin's "Bearer <token>", sent with nearly every call, so that the input reaches the handlers; one call in
+// sixteen goes without credentials. Set once the server is known.
+let authorization = "";
+function credentials(r: Random): Record<string, string> {
+  return authorization === "" || r.int(16) === 0 ? {} : { authorization };
+}
 
 // What was sent is kept only to describe a failure: the method, the headers that matter, the body's start.
 type Outcome = { kind: string; status: string; sent?: string };
@@ -79,11 +90,11 @@ function h2Call(s: http2.ClientHttp2Session, headers: http2.OutgoingHttpHeaders,
   });
 }
 
-function h1Call(port: number, method: string, path: string, contentType: string, body: string): Promise<string> {
+function h1Call(port: number, method: string, path: string, headers: Record<string, string>, body: string): Promise<string> {
   return new Promise((resolve) => {
     let req: http.ClientRequest;
     try {
-      req = http.request({ host: "127.0.0.1", port, method, path, agent: false, timeout: CALL_TIMEOUT_MS, headers: { "content-type": contentType } }, (res) => {
+      req = http.request({ host: "127.0.0.1", port, method, path, agent: false, timeout: CALL_TIMEOUT_MS, headers }, (res) => {
         res.resume();
         res.on("end", () => resolve(`http ${res.statusCode}`));
       });
@@ -122,7 +133,8 @@ function labelFlood(s: http2.ClientHttp2Session): Promise<string> {
   const message = Buffer.concat([Buffer.from([0x0a, 4]), Buffer.from("fuzz"), labels]);
   const envelope = Buffer.alloc(5);
   envelope.writeUInt32BE(message.length, 1);
-  return h2Call(s, { ":method": "POST", ":path": "/kms.v1.KeyManagerService/CreateCryptoKey", "content-type": "application/grpc" }, Buffer.concat([envelope, message]));
+  const auth = authorization === "" ? {} : { authorization };
+  return h2Call(s, { ":method": "POST", ":path": "/kms.v1.KeyManagerService/CreateCryptoKey", "content-type": "application/grpc", ...auth }, Buffer.concat([envelope, message]));
 }
 
 const kinds = ["grpc", "grpc", "connect", "rest-h1", "rest-h2", "garbage"];
@@ -134,7 +146,7 @@ async function one(r: Random, port: number, s: http2.ClientHttp2Session): Promis
   switch (choice) {
     case 0:
     case 1: {
-      const headers: http2.OutgoingHttpHeaders = { ":method": "POST", ":path": r.pick(grpcPaths), "content-type": r.pick(grpcTypes), te: "trailers" };
+      const headers: http2.OutgoingHttpHeaders = { ":method": "POST", ":path": r.pick(grpcPaths), "content-type": r.pick(grpcTypes), te: "trailers", ...credentials(r) };
       if (r.int(8) === 0) headers["grpc-encoding"] = r.pick(["gzip", "br", "identity", r.text(4)]);
       if (r.int(8) === 0) headers["grpc-timeout"] = r.pick(["1m", "0n", "99999999H", r.text(3)]);
       const body = grpcBody(r);
@@ -143,18 +155,19 @@ async function one(r: Random, port: number, s: http2.ClientHttp2Session): Promis
     case 2: {
       const binary = r.int(2) === 0;
       const body = binary ? r.bytes(r.size()) : Buffer.from(jsonBody(r));
-      const headers = { ":method": "POST", ":path": r.pick(grpcPaths), "content-type": binary ? "application/proto" : "application/json" };
+      const headers = { ":method": "POST", ":path": r.pick(grpcPaths), "content-type": binary ? "application/proto" : "application/json", ...credentials(r) };
       return { kind: "connect", status: await h2Call(s, headers, body), sent: describe(headers, body) };
     }
     case 3: {
       const [method, template] = r.pick(restRoutes);
       const path = restPath(r, template) + queryString(r);
       const body = method === "GET" || method === "DELETE" ? "" : jsonBody(r);
-      return { kind: "rest-h1", status: await h1Call(port, method, path, r.pick(["application/json", "text/plain", r.text(8)]), body) };
+      const headers = { "content-type": r.pick(["application/json", "text/plain", r.text(8)]), ...credentials(r) };
+      return { kind: "rest-h1", status: await h1Call(port, method, path, headers, body) };
     }
     case 4: {
       const [method, template] = r.pick(restRoutes);
-      const headers = { ":method": method, ":path": restPath(r, template) + queryString(r), "content-type": "application/json" };
+      const headers = { ":method": method, ":path": restPath(r, template) + queryString(r), "content-type": "application/json", ...credentials(r) };
       const body = Buffer.from(method === "GET" ? "" : jsonBody(r));
       return { kind: "rest-h2", status: await h2Call(s, headers, body), sent: `${method} ${describe(headers, body)}` };
     }
@@ -173,7 +186,9 @@ async function main(): Promise<void> {
   const server =
     flags.url === ""
       ? await spawnServer({ dataDir: dir.path })
-      : { url: flags.url, port: Number(new URL(flags.url).port), pid: Number(flags.pid), running: () => true, kill: async () => null };
+      : { url: flags.url, token: flags.token, port: Number(new URL(flags.url).port), pid: Number(flags.pid), running: () => true, kill: async () => null };
+  if (server.token === "") process.stderr.write("no --token: every call but health and ServiceAuth will be refused as UNAUTHENTICATED\n");
+  else authorization = `Bearer ${server.token}`;
   const r = new Random(seed);
   const counts = new Map<string, number>();
   const failures: string[] = [];
@@ -236,6 +251,7 @@ if (flags.properties) {
     concurrency: Number(flags.concurrency),
     only: flags.only,
     url: flags.url,
+    token: flags.token,
     pid: Number(flags.pid),
     callPath: flags["call-path"],
     maxRssMiB: Number(flags["max-rss-mib"]),

@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import fc from "fast-check";
 import { allProperties } from "../property/properties.js";
 import type { PropertySpec, Target } from "../property/properties.js";
+import { PROPERTY_SERVER_ENV } from "../property/harness.js";
 import { H2Client } from "../property/wire.js";
 import { spawnServer } from "../support/server.js";
 import { tempDir } from "../support/temp-dir.js";
@@ -18,8 +19,11 @@ export interface PropertyRunOptions {
   concurrency: number;
   // Comma-separated property names (rest, grpc, grpc-messages, grpc-web, connect); empty: all.
   only: string;
-  // A server already running (and its pid, for RSS), instead of spawned ones.
+  // A server already running (and its pid, for RSS), instead of spawned ones, and its admin's token. The
+  // properties send bad credentials on purpose: start it with AUTH_FAILURES_PER_MINUTE=1000000 (PROPERTY_SERVER_ENV),
+  // or the admin's calls are soon refused as AUTHENTICATION_RATE_LIMITED.
   url: string;
+  token: string;
   pid: number;
   callPath: string;
   maxRssMiB: number;
@@ -32,6 +36,8 @@ const CALL_TIMEOUT_MS = 15_000;
 
 interface Server {
   url: string;
+  // The admin's token, which the properties send where their plans say ADMIN_AUTHORIZATION.
+  token: string;
   pid: number;
   running(): boolean;
   logs(): string;
@@ -56,8 +62,8 @@ async function healthy(url: string): Promise<boolean> {
   }
 }
 
-async function knownIds(url: string): Promise<string[]> {
-  const res = await fetch(`${url}/v1/keys`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ parentId: "prop" }) });
+async function knownIds(url: string, token: string): Promise<string[]> {
+  const res = await fetch(`${url}/v1/keys`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${token}` }, body: JSON.stringify({ parentId: "prop" }) });
   return res.status === 200 ? [((await res.json()) as { id: string }).id] : [];
 }
 
@@ -73,7 +79,7 @@ interface PathResult {
 }
 
 async function runAgainst(server: Server, callPath: string, runs: number, opts: PropertyRunOptions, specs: PropertySpec<unknown>[]): Promise<PathResult> {
-  const known = await knownIds(server.url);
+  const known = await knownIds(server.url, server.token);
   const started = Date.now();
   const rss: number[] = [];
   const sample = (): void => {
@@ -96,7 +102,7 @@ async function runAgainst(server: Server, callPath: string, runs: number, opts: 
   }, 10_000);
 
   const worker = async (): Promise<void> => {
-    const target: Target = { url: server.url, h2: new H2Client(server.url, CALL_TIMEOUT_MS), timeoutMs: CALL_TIMEOUT_MS };
+    const target: Target = { url: server.url, h2: new H2Client(server.url, CALL_TIMEOUT_MS), timeoutMs: CALL_TIMEOUT_MS, authorization: `Bearer ${server.token}` };
     try {
       while (!stop && done < runs && server.running()) {
         const chunk = nextChunk++;
@@ -174,13 +180,14 @@ export async function runProperties(opts: PropertyRunOptions): Promise<boolean> 
   if (specs.length === 0) throw new Error(`no property named ${opts.only}; there are ${allProperties.map((p) => p.name).join(", ")}`);
   const results: PathResult[] = [];
   if (opts.url !== "") {
-    const server: Server = { url: opts.url, pid: opts.pid, running: () => true, logs: () => "", kill: async () => null };
+    if (opts.token === "") throw new Error("--properties with --url needs --token, the admin's token of that server");
+    const server: Server = { url: opts.url, token: opts.token, pid: opts.pid, running: () => true, logs: () => "", kill: async () => null };
     results.push(await runAgainst(server, "as configured", opts.runs, opts, specs));
   } else {
     const paths = opts.callPath === "both" ? ["direct", "connect"] : [opts.callPath];
     for (const [i, callPath] of paths.entries()) {
       const dir = tempDir("cloudplane-properties-");
-      const server = await spawnServer({ dataDir: dir.path, env: { CALL_PATH: callPath } });
+      const server = await spawnServer({ dataDir: dir.path, env: { ...PROPERTY_SERVER_ENV, CALL_PATH: callPath } });
       try {
         const share = Math.floor(opts.runs / paths.length) + (i === 0 ? opts.runs % paths.length : 0);
         results.push(await runAgainst(server, callPath, share, { ...opts, seed: opts.seed + i * 1_000_000 }, specs));

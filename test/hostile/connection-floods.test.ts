@@ -2,6 +2,7 @@ import http from "node:http";
 import http2 from "node:http2";
 import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { adminAuth } from "../support/credentials.js";
 import { HEALTH_BOUND_CONNECT_BURST_MS, HEALTH_BOUND_MS, expectRssUnder, expectServing, slowestHealthDuring, startTarget } from "./harness.js";
 import type { Target } from "./harness.js";
 import { grpcHeaders, openStream, rapidReset, session, sleep, untilClosed } from "./raw-clients.js";
@@ -43,7 +44,7 @@ describe("1,000 streams held open after an oversized message are answered, reset
         const started = performance.now();
         for (let i = 0; i < 1000; i++) {
           if (i % 10 === 0) sessions.push(session(target.url));
-          outcomes.push(openStream(sessions[sessions.length - 1]!, grpcHeaders(path), start, started).outcome);
+          outcomes.push(openStream(sessions[sessions.length - 1]!, grpcHeaders(target.url, path), start, started).outcome);
           // Opened a session (10 streams) at a time: a burst of many Connect-served calls costs one core a few
           // milliseconds each, which is the call path's cost, not this attack's (bench/README.md).
           if (i % 10 === 9) await untilClosed(outcomes.slice(-10), 10_000);
@@ -66,7 +67,7 @@ describe("1,000 streams held open after an oversized message are answered, reset
     const sessions = [session(target.url, { maxSessionMemory: 100 }), session(target.url, { maxSessionMemory: 100 })];
     const started = performance.now();
     const path = (i: number): string => (i % 2 === 0 ? "/kms.v1.KeyManagerService/CreateCryptoKey" : "/kms.v1.KeyManagerService/Encrypt");
-    const outcomes = Array.from({ length: 20 }, (_, i) => openStream(sessions[i % 2]!, grpcHeaders(path(i)), whole, started).outcome);
+    const outcomes = Array.from({ length: 20 }, (_, i) => openStream(sessions[i % 2]!, grpcHeaders(target.url, path(i)), whole, started).outcome);
     await untilClosed(outcomes, 20_000);
     for (const s of sessions) s.destroy();
     expect(new Set(outcomes.map((o) => `${o.status} grpc-status ${o.grpcStatus} rst ${o.rstCode}`))).toEqual(new Set(["200 grpc-status 8 rst 0"]));
@@ -78,7 +79,7 @@ describe("rapid reset", () => {
     it(`${path}: 20 connections, each with 500 streams opened and reset at once, are sent GOAWAY`, async () => {
       const goaways: (number | null)[] = [];
       const slowest = await slowestHealthDuring(target.url, async () => {
-        for (let n = 0; n < 20; n++) goaways.push(await rapidReset(target.port, path, 500, 2_000));
+        for (let n = 0; n < 20; n++) goaways.push(await rapidReset(target.port, path, 500, 2_000, adminAuth(target.url).authorization));
       });
       expect(new Set(goaways)).toEqual(new Set([http2.constants.NGHTTP2_ENHANCE_YOUR_CALM]));
       expect(slowest).toBeLessThan(HEALTH_BOUND_MS);

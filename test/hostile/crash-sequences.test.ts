@@ -1,5 +1,6 @@
 import http from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { adminAuth } from "../support/credentials.js";
 import { expectServing, startTarget } from "./harness.js";
 import type { Target } from "./harness.js";
 import { grpcHeaders, openStream, session, sleep } from "./raw-clients.js";
@@ -20,7 +21,7 @@ afterAll(async () => {
 async function abandonSession(path: string, contentType: string, body: Buffer, how: "destroy" | "goaway", afterMs: number): Promise<void> {
   const s = session(target.url);
   const started = performance.now();
-  for (let i = 0; i < 10; i++) openStream(s, { ...grpcHeaders(path), "content-type": contentType }, body, started);
+  for (let i = 0; i < 10; i++) openStream(s, { ...grpcHeaders(target.url, path), "content-type": contentType }, body, started);
   await sleep(afterMs);
   if (how === "destroy") s.destroy();
   else s.close();
@@ -48,7 +49,8 @@ describe("a peer that leaves mid-call never takes the server down", () => {
   }
 
   it("streams reset by the client while the server answers them, 50 rounds of 20", async () => {
-    const key = await fetch(`${target.url}/v1/keys`, { method: "POST", body: JSON.stringify({ parentId: "crash" }), headers: { "content-type": "application/json" } });
+    const key = await fetch(`${target.url}/v1/keys`, { method: "POST", body: JSON.stringify({ parentId: "crash" }), headers: { "content-type": "application/json", ...adminAuth(target.url) } });
+    expect(key.status).toBe(200);
     const keyId = ((await key.json()) as { id: string }).id;
     const request = Buffer.from(JSON.stringify({ keyId, keyVersionId: 1, plaintext: Buffer.alloc(4096).toString("base64") }));
     for (let round = 0; round < 50; round++) {
@@ -56,7 +58,7 @@ describe("a peer that leaves mid-call never takes the server down", () => {
       const started = performance.now();
       const streams = [];
       for (let i = 0; i < 20; i++) {
-        const { stream } = openStream(s, { ":method": "POST", ":path": "/v1/encrypt", "content-type": "application/json" }, Buffer.alloc(0), started);
+        const { stream } = openStream(s, { ":method": "POST", ":path": "/v1/encrypt", "content-type": "application/json", ...adminAuth(target.url) }, Buffer.alloc(0), started);
         stream.end(request);
         streams.push(stream);
       }
@@ -72,7 +74,7 @@ describe("a peer that leaves mid-call never takes the server down", () => {
   it("HTTP/1.1 clients that drop the connection mid-body or mid-answer, 200 times", async () => {
     for (let i = 0; i < 200; i++) {
       await new Promise<void>((resolve) => {
-        const req = http.request(`${target.url}/v1/keys`, { method: "POST", agent: false, headers: { "content-type": "application/json", "content-length": "100" } });
+        const req = http.request(`${target.url}/v1/keys`, { method: "POST", agent: false, headers: { "content-type": "application/json", "content-length": "100", ...adminAuth(target.url) } });
         req.on("error", () => resolve());
         req.on("close", () => resolve());
         req.write('{"parentId": "');

@@ -12,6 +12,7 @@ import { tempDir } from "../support/temp-dir.js";
 // memory it holds is its own and measurable), and the checks that it is still serving everyone else.
 
 export interface Target extends SpawnedServer {
+  dataDir: string;
   stop(): Promise<void>;
 }
 
@@ -39,6 +40,7 @@ export async function startTarget(env: Record<string, string> = {}): Promise<Tar
   atNormalPriority(server.pid);
   attackerPriority();
   return Object.assign(server, {
+    dataDir: dir.path,
     async stop() {
       await server.kill("SIGKILL");
       dir.remove();
@@ -98,7 +100,7 @@ export async function slowestHealthDuring(url: string, attack: () => Promise<voi
 }
 
 // The server is still up and serves an ordinary caller: /healthz within the bound, and a key created and
-// used for a round trip of Encrypt and Decrypt over REST.
+// used for a round trip of Encrypt and Decrypt over REST, as the admin (restCall sends its token).
 export async function expectServing(target: Target, healthBoundMs = 100): Promise<void> {
   expect(target.running()).toBe(true);
   // The first probe after an attack may meet a collection of what the attack left behind; the bound is for

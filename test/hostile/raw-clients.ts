@@ -1,7 +1,10 @@
 import http2 from "node:http2";
 import net from "node:net";
+import { adminAuth } from "../support/credentials.js";
 
-// Clients that misbehave on purpose, each bounded in time, and each reporting what the server did to it.
+// Clients that misbehave on purpose, each bounded in time, and each reporting what the server did to it. They call
+// as the server's admin (test/support/credentials.ts), so that what the server does to a call is the attack's
+// doing and not a refusal of missing credentials; connections that never get as far as a request need none.
 
 export const H2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
 
@@ -75,8 +78,9 @@ export async function untilClosed(outcomes: { closedAtMs: number | null }[], wit
   while (outcomes.some((o) => o.closedAtMs === null) && performance.now() < deadline) await sleep(50);
 }
 
-export function grpcHeaders(path: string): http2.OutgoingHttpHeaders {
-  return { ":method": "POST", ":path": path, "content-type": "application/grpc", te: "trailers" };
+// A gRPC call's headers, with the admin's token of the server at `url`.
+export function grpcHeaders(url: string, path: string): http2.OutgoingHttpHeaders {
+  return { ":method": "POST", ":path": path, "content-type": "application/grpc", te: "trailers", ...adminAuth(url) };
 }
 
 // One HTTP/2 frame: 24-bit length, type, flags, stream id, payload.
@@ -89,22 +93,25 @@ function h2Frame(type: number, flags: number, streamId: number, payload: Buffer)
   return Buffer.concat([head, payload]);
 }
 
-// An HPACK header field, literal without indexing, its name taken from the static table.
+// An HPACK header field, literal without indexing, its name taken from the static table; values of at most 126
+// bytes (a one-byte length).
 function hpackLiteral(nameIndex: number[], value: string): Buffer {
   const v = Buffer.from(value);
+  if (v.length > 126) throw new Error(`hpackLiteral: a value of ${v.length} bytes needs a longer length prefix`);
   return Buffer.concat([Buffer.from(nameIndex), Buffer.from([v.length]), v]);
 }
 
 // Rapid reset (CVE-2023-44487) with raw frames, as an attacker sends it: each stream's HEADERS (without
 // END_STREAM) directly followed by its RST_STREAM(CANCEL), all in one write. Node's own client cannot do this
 // (it ends a stream before resetting it). Resolves with the GOAWAY error code the server sent, if any, once the
-// server closed the connection or `waitMs` passed.
-export function rapidReset(port: number, path: string, streams: number, waitMs: number): Promise<number | null> {
+// server closed the connection or `waitMs` passed. `authorization`: the value of that header on every stream.
+export function rapidReset(port: number, path: string, streams: number, waitMs: number, authorization: string): Promise<number | null> {
   const headers = Buffer.concat([
     Buffer.from([0x83, 0x86]), // :method POST, :scheme http
     hpackLiteral([0x04], path), // :path
     hpackLiteral([0x01], "127.0.0.1"), // :authority
     hpackLiteral([0x0f, 0x10], "application/grpc"), // content-type
+    hpackLiteral([0x0f, 0x08], authorization), // authorization (static table index 23)
   ]);
   const cancel = Buffer.alloc(4);
   cancel.writeUInt32BE(0x8);

@@ -4,11 +4,13 @@ import { fromBinary } from "@bufbuild/protobuf";
 import type { DescMessage, MessageShape } from "@bufbuild/protobuf";
 import { BadRequestSchema, ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { StatusSchema } from "../../gen/google/rpc/status_pb.js";
+import { adminAuth } from "../support/credentials.js";
 import { frame } from "../support/raw-grpc.js";
 
 // One hostile call per protocol, with nothing between the test and the wire, timed from the first byte sent to
 // the last one received, and its error in one shape whatever the protocol. Every call gives up after a time
-// limit, so that a server that stalls fails the test instead of hanging it.
+// limit, so that a server that stalls fails the test instead of hanging it. Calls carry the admin's token, so that
+// what refuses them is validation, not authentication.
 
 export interface Refusal {
   ms: number;
@@ -58,7 +60,7 @@ export function grpcCall(url: string, path: string, message: Uint8Array): Promis
     session.on("error", reject);
     const started = performance.now();
     const timer = setTimeout(() => session.destroy(new Error(`no answer to ${path} in ${CALL_TIMEOUT_MS} ms`)), CALL_TIMEOUT_MS);
-    const req = session.request({ ":method": "POST", ":path": path, "content-type": "application/grpc", te: "trailers" });
+    const req = session.request({ ":method": "POST", ":path": path, "content-type": "application/grpc", te: "trailers", ...adminAuth(url) });
     let fields: http2.IncomingHttpHeaders = {};
     let received = 0;
     req.on("response", (headers) => (fields = { ...fields, ...headers }));
@@ -86,7 +88,7 @@ export function grpcCall(url: string, path: string, message: Uint8Array): Promis
 // An HTTP/1.1 request on a connection of its own.
 function httpCall(url: string, method: string, path: string, body: Buffer | undefined, contentType: string): Promise<{ ms: number; status: number; text: string }> {
   return new Promise((resolve, reject) => {
-    const headers = body === undefined ? {} : { "content-type": contentType, "content-length": body.length };
+    const headers = { ...adminAuth(url), ...(body === undefined ? {} : { "content-type": contentType, "content-length": body.length }) };
     const started = performance.now();
     const req = http.request(`${url}${path}`, { method, headers, agent: false, timeout: CALL_TIMEOUT_MS }, (res) => {
       const chunks: Buffer[] = [];

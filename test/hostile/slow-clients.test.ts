@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { adminAuth } from "../support/credentials.js";
 import { HEALTH_BOUND_CONNECT_BURST_MS, HEALTH_BOUND_MS, expectRssUnder, expectServing, rssKb, slowestHealthDuring, startTarget } from "./harness.js";
 import type { Target } from "./harness.js";
 import { H2_PREFACE, grpcHeaders, openStream, rawConnection, session, untilClosed } from "./raw-clients.js";
@@ -74,7 +75,8 @@ describe("connections that never finish their start are closed within the header
 
 describe("requests whose body stalls are ended within the request timeout, on every protocol", () => {
   it("HTTP/1.1: REST and Connect bodies cut short get 408 and the connection is closed", async () => {
-    const head = (path: string) => Buffer.from(`POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"keyId":"`);
+    const head = (path: string) =>
+      Buffer.from(`POST ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: ${adminAuth(target.url).authorization}\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"keyId":"`);
     const { outcomes, slowestHealthMs } = await closedByServer(
       (started) => [
         ...Array.from({ length: 25 }, () => rawConnection(target.port, head("/v1/encrypt"), Buffer.alloc(0), 0, started).outcome),
@@ -88,18 +90,20 @@ describe("requests whose body stalls are ended within the request timeout, on ev
     expect(slowestHealthMs).toBeLessThan(HEALTH_BOUND_CONNECT_BURST_MS);
   });
 
-  const h2Cases: { name: string; headers: Record<string, string>; body: Buffer; healthBoundMs: number }[] = [
-    { name: "REST over HTTP/2", headers: { ":method": "POST", ":path": "/v1/encrypt", "content-type": "application/json", "content-length": "100000" }, body: Buffer.from('{"keyId":"'), healthBoundMs: HEALTH_BOUND_MS },
-    { name: "gRPC Encrypt (fast path)", headers: grpcHeaders("/kms.v1.KeyManagerService/Encrypt") as Record<string, string>, body: Buffer.from([0, 0, 0]), healthBoundMs: HEALTH_BOUND_MS },
-    { name: "gRPC CreateCryptoKey (Connect)", headers: grpcHeaders("/kms.v1.KeyManagerService/CreateCryptoKey") as Record<string, string>, body: Buffer.from([0, 0, 0]), healthBoundMs: HEALTH_BOUND_CONNECT_BURST_MS },
-    { name: "gRPC-web", headers: { ...(grpcHeaders("/kms.v1.KeyManagerService/Encrypt") as Record<string, string>), "content-type": "application/grpc-web+proto" }, body: Buffer.from([0, 0, 0]), healthBoundMs: HEALTH_BOUND_CONNECT_BURST_MS },
-    { name: "Connect JSON over HTTP/2", headers: { ":method": "POST", ":path": "/kms.v1.KeyManagerService/Encrypt", "content-type": "application/json" }, body: Buffer.from('{"keyId":"'), healthBoundMs: HEALTH_BOUND_CONNECT_BURST_MS },
+  // Headers of the server at `url` (its admin's token is known only once it started).
+  const h2Cases: { name: string; headers: (url: string) => Record<string, string>; body: Buffer; healthBoundMs: number }[] = [
+    { name: "REST over HTTP/2", headers: (url) => ({ ":method": "POST", ":path": "/v1/encrypt", "content-type": "application/json", "content-length": "100000", ...adminAuth(url) }), body: Buffer.from('{"keyId":"'), healthBoundMs: HEALTH_BOUND_MS },
+    { name: "gRPC Encrypt (fast path)", headers: (url) => grpcHeaders(url, "/kms.v1.KeyManagerService/Encrypt") as Record<string, string>, body: Buffer.from([0, 0, 0]), healthBoundMs: HEALTH_BOUND_MS },
+    { name: "gRPC CreateCryptoKey (Connect)", headers: (url) => grpcHeaders(url, "/kms.v1.KeyManagerService/CreateCryptoKey") as Record<string, string>, body: Buffer.from([0, 0, 0]), healthBoundMs: HEALTH_BOUND_CONNECT_BURST_MS },
+    { name: "gRPC-web", headers: (url) => ({ ...(grpcHeaders(url, "/kms.v1.KeyManagerService/Encrypt") as Record<string, string>), "content-type": "application/grpc-web+proto" }), body: Buffer.from([0, 0, 0]), healthBoundMs: HEALTH_BOUND_CONNECT_BURST_MS },
+    { name: "Connect JSON over HTTP/2", headers: (url) => ({ ":method": "POST", ":path": "/kms.v1.KeyManagerService/Encrypt", "content-type": "application/json", ...adminAuth(url) }), body: Buffer.from('{"keyId":"'), healthBoundMs: HEALTH_BOUND_CONNECT_BURST_MS },
   ];
   for (const c of h2Cases) {
     it(`${c.name}: 100 stalled streams over 10 sessions are reset`, async () => {
       const sessions = Array.from({ length: 10 }, () => session(target.url));
+      const headers = c.headers(target.url);
       const { outcomes, slowestHealthMs } = await closedByServer(
-        (started) => Array.from({ length: 100 }, (_, i) => openStream(sessions[i % 10]!, c.headers, c.body, started).outcome),
+        (started) => Array.from({ length: 100 }, (_, i) => openStream(sessions[i % 10]!, headers, c.body, started).outcome),
         REQUEST_TIMEOUT_MS + SLACK_MS,
       );
       for (const s of sessions) s.destroy();

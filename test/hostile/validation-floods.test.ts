@@ -2,6 +2,7 @@ import { create, toBinary } from "@bufbuild/protobuf";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GetCryptoKeyRequestSchema, UpdateCryptoKeyRequestSchema } from "../../gen/kms/v1/kms_pb.js";
 import { restCall as restCallOk } from "../support/kms-clients.js";
+import { auditRecords } from "../support/store-snapshot.js";
 import { expectRssUnder, expectServing, slowestHealthDuring, startTarget } from "./harness.js";
 import type { Target } from "./harness.js";
 import { connectCall, grpcCall, restCall } from "./refusals.js";
@@ -11,7 +12,8 @@ import type { Refusal } from "./refusals.js";
 // mask paths, 100,000 unknown JSON fields, caller text of megabytes. Before the violations were bounded
 // (docs/errors.md) the worst of them blocked the server for a minute and then exhausted its heap. Each must now
 // be refused as INVALID_ARGUMENT in about the time it takes to read it, with an answer of a few hundred bytes,
-// while /healthz keeps answering; afterwards the server serves, gives its memory back, and stored nothing.
+// while /healthz keeps answering; afterwards the server serves, gives its memory back, and stored nothing but an
+// audit record of each refusal, of a few hundred bytes too.
 
 const CREATE = "/kms.v1.KeyManagerService/CreateCryptoKey";
 const UPDATE = "/kms.v1.KeyManagerService/UpdateCryptoKey";
@@ -285,5 +287,11 @@ describe("validation floods", () => {
     await expectRssUnder(target, MAX_RSS_KB);
     expect(await restCallOk(target.url, "GET", `/v1/keys?parentId=${NAMESPACE}`)).toEqual({});
     expect(await restCallOk(target.url, "GET", `/v1/keys/${keyId}`)).toEqual(keyBefore);
+    // The floods that got as far as the call pipeline (not those the REST layer refused while reading them) are in
+    // the audit trail, but what a record says of the request (its scope and resource, read from the caller's ids)
+    // is bounded: a 4 MB key id is not kept.
+    const refused = auditRecords(target.dataDir).filter((r) => r.code === 3);
+    expect(refused.map((r) => r.method)).toContain("kms.v1.KeyManagerService/GetCryptoKey");
+    for (const r of refused) expect(r.scope.length + r.resource.length, `${r.method} ${r.resource.slice(0, 80)}`).toBeLessThan(1024);
   });
 });

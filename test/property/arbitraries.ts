@@ -191,12 +191,30 @@ const connectTimeouts = ["1000", "1", "0", "30000", "9999999999", "12345678901",
 const encodings = ["identity", "gzip", "br", "deflate", "snappy", "GZIP", "gzip, br"];
 const requestIds = ["req-1", "a".repeat(128), "a".repeat(129), "id with space", "ünïcode", "../../etc", "x\ty"];
 
+// Stands for the admin's "Bearer <token>" in a plan: the properties put the token of the server they call in its
+// place when they send (properties.ts), so that a plan stays printable and replays against any server.
+export const ADMIN_AUTHORIZATION = "<admin token>";
+
+// Credentials: mostly the admin's token alone, so that what comes after authentication (the access check, the
+// handlers, the decoding the Connect path does after its interceptor) is reached; sometimes none, and sometimes
+// credentials that do not authenticate (a token the server never issued, an empty or malformed one, an API key
+// without its workspace, also next to the admin's token), which must get UNAUTHENTICATED and nothing worse.
+export const credentialsArb: fc.Arbitrary<HeaderPlan> = fc.oneof(
+  { arbitrary: fc.constant({ authorization: ADMIN_AUTHORIZATION }), weight: 8 },
+  { arbitrary: fc.constant({}), weight: 1 },
+  {
+    arbitrary: fc.record({
+      authorization: headerArb([ADMIN_AUTHORIZATION, "Bearer t", "Bearer ", "bearer x y", "Basic Zm9vOmJhcg=="]),
+      "x-api-key": headerArb(["k"]),
+    }),
+    weight: 2,
+  },
+);
+
 // Headers every protocol reads: the request id, credentials, and the timeouts (the deadline stage reads either).
-export const commonHeadersArb: fc.Arbitrary<HeaderPlan> = fc.record({
-  "x-request-id": headerArb(requestIds),
-  authorization: headerArb(["Bearer t", "Bearer ", "bearer x y", "Basic Zm9vOmJhcg=="]),
-  "x-api-key": headerArb(["k"]),
-});
+export const commonHeadersArb: fc.Arbitrary<HeaderPlan> = fc
+  .tuple(fc.record({ "x-request-id": headerArb(requestIds) }), credentialsArb)
+  .map(([a, b]) => ({ ...a, ...b }));
 
 export const grpcHeadersArb: fc.Arbitrary<HeaderPlan> = fc
   .tuple(
@@ -312,15 +330,15 @@ export function grpcPlanArb(known: readonly string[] = [], contentTypes: readonl
     );
 }
 
-// The same call with a well-formed envelope around a valid message of the method's request type: what gets past
-// decoding and into the handlers (random field values, never INTERNAL).
+// The same call with a well-formed envelope around a valid message of the method's request type, as the admin:
+// what gets past decoding and authentication into the handlers (random field values, never INTERNAL).
 export function validGrpcPlanArb(known: readonly string[] = []): fc.Arbitrary<GrpcPlan> {
   return fc.constantFrom(...unaryMethods).chain((target) =>
     fc.record({
       target: fc.constant(target),
       envelope: messageArb(target.method.input, known).map((m): EnvelopePlan => ({ frames: [{ flag: 0, payload: toBinary(target.method.input, m), length: undefined }] })),
       contentType: fc.constant("application/grpc"),
-      headers: fc.record({ "x-request-id": headerArb(requestIds) }),
+      headers: fc.record({ "x-request-id": headerArb(requestIds), authorization: fc.constant(ADMIN_AUTHORIZATION) }),
     }),
   );
 }
@@ -498,6 +516,7 @@ export interface RestPlan {
   body: BodyPlan | undefined;
   contentType: string | undefined;
   contentEncoding: string | undefined;
+  credentials: HeaderPlan;
 }
 
 const restContentTypes = ["application/json", "application/json; charset=utf-8", "APPLICATION/JSON", "text/plain", "application/x-www-form-urlencoded", "application/proto", "", "json"];
@@ -515,6 +534,7 @@ export function restPlanArb(known: readonly string[] = []): fc.Arbitrary<RestPla
       body: fc.oneof({ arbitrary: fc.constant(undefined), weight: 1 }, { arbitrary: bodyArb(route.method.input, known), weight: 2 }),
       contentType: fc.oneof({ arbitrary: fc.constant("application/json"), weight: 6 }, { arbitrary: fc.constant(undefined), weight: 1 }, { arbitrary: fc.constantFrom(...restContentTypes), weight: 1 }),
       contentEncoding: rarely(fc.constantFrom("identity", "gzip", "br", "x-unknown", ""), 8),
+      credentials: credentialsArb,
     });
   });
 }

@@ -2,6 +2,7 @@ import http2 from "node:http2";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WaitTaskRequestSchema } from "../../gen/compute/cluster/v1/task_pb.js";
+import { adminAuth } from "../support/credentials.js";
 import { startServer } from "../support/server.js";
 import type { TestServer } from "../support/server.js";
 import { rawCall } from "../support/raw-grpc.js";
@@ -33,7 +34,7 @@ function h2Call(url: string, headers: http2.OutgoingHttpHeaders, body: Buffer, w
     session.on("error", () => {});
     const started = performance.now();
     const result: StreamResult = { status: undefined, grpcStatus: undefined, closedAfterMs: undefined };
-    const stream = session.request(headers, { endStream: false });
+    const stream = session.request({ ...adminAuth(url), ...headers }, { endStream: false });
     stream.on("response", (h) => {
       result.status = Number(h[":status"]);
       result.grpcStatus ??= h["grpc-status"] as string | undefined;
@@ -95,7 +96,7 @@ describe.each(["direct", "connect"])("bugs found by the properties, CALL_PATH=%s
 
   it("bug 1: the same over gRPC-web on HTTP/1.1 gets a trailer frame, not a closed socket", async () => {
     const send = (message: string): Promise<Answer> =>
-      fetchAnswer(`${server.url}/kms.v1.KeyManagerService/Encrypt`, "POST", { "content-type": "application/grpc-web+json", "x-request-id": "bug-1" }, frame(Buffer.from(message)), 5_000);
+      fetchAnswer(`${server.url}/kms.v1.KeyManagerService/Encrypt`, "POST", { "content-type": "application/grpc-web+json", "x-request-id": "bug-1", ...adminAuth(server.url) }, frame(Buffer.from(message)), 5_000);
     const emoji = await send("😀");
     const ascii = await send("x");
     expect(emoji.kind).toBe("answer");
@@ -150,7 +151,7 @@ describe.each(["direct", "connect"])("bugs found by the properties, CALL_PATH=%s
       slow = await startServer({ env: { CALL_PATH: callPath, PROVIDER_DELAY_MS: "10000" } });
       const res = await fetch(`${slow.url}/cluster/v1/${VDC}/node-pools`, {
         method: "POST",
-        headers: { "content-type": "application/json" },
+        headers: { "content-type": "application/json", ...adminAuth(slow.url) },
         body: JSON.stringify({ clusterId: CLUSTER, nodePoolName: "pool-1", nodeConfig: { computeFlavor: "cpu.4C.16G" }, scalePolicy: { fixedScale: { count: 1 } } }),
       });
       taskId = ((await res.json()) as { task: { id: string } }).task.id;
@@ -161,7 +162,7 @@ describe.each(["direct", "connect"])("bugs found by the properties, CALL_PATH=%s
       const started = performance.now();
       const res = await fetch(`${slow.url}/compute.cluster.v1.TaskService/WaitTask`, {
         method: "POST",
-        headers: { "content-type": "application/json", ...header },
+        headers: { "content-type": "application/json", ...adminAuth(slow.url), ...header },
         body: JSON.stringify({ serviceInstanceId: VDC, taskId, timeout: "2s" }),
       });
       return { status: res.status, body: (await res.json()) as { code?: string; task?: { status: string } }, ms: performance.now() - started };

@@ -2,14 +2,14 @@ import { isDeepStrictEqual } from "node:util";
 import fc from "fast-check";
 import { startServer } from "../support/server.js";
 import type { TestServer } from "../support/server.js";
-import { storeSnapshot } from "../support/store-snapshot.js";
+import { AUDIT_TABLE, auditRecords, storeSnapshot } from "../support/store-snapshot.js";
 import type { StoreSnapshot } from "../support/store-snapshot.js";
 import type { PropertySpec, Target } from "./properties.js";
 import { H2Client } from "./wire.js";
 
 // How the vitest files run the properties: a real server in this process on real sockets, a bounded number of
 // runs (FAST_CHECK_RUNS, default 200; FAST_CHECK_SEED to replay a run), and after every refused request a check
-// that the store did not change.
+// that the store did not change but for the audit record of the refusal, when the admin was refused.
 
 export const RUNS = Number(process.env["FAST_CHECK_RUNS"] ?? "200");
 const SEED = process.env["FAST_CHECK_SEED"] === undefined ? undefined : Number(process.env["FAST_CHECK_SEED"]);
@@ -27,10 +27,15 @@ export interface PropertyServer {
   logsRead: number;
 }
 
+// The properties send bad credentials on purpose, from the address the admin's calls come from too: the limit of
+// failed authentications per address (AUTH_FAILURES_PER_MINUTE) is set so high that they never block it.
+export const PROPERTY_SERVER_ENV = { AUTH_FAILURES_PER_MINUTE: "1000000" };
+
 export async function startPropertyServer(callPath: string): Promise<PropertyServer> {
-  const server = await startServer({ env: { CALL_PATH: callPath } });
-  const target: Target = { url: server.url, h2: new H2Client(server.url, CALL_TIMEOUT_MS), timeoutMs: CALL_TIMEOUT_MS };
-  const res = await fetch(`${server.url}/v1/keys`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ parentId: "prop" }) });
+  const server = await startServer({ env: { ...PROPERTY_SERVER_ENV, CALL_PATH: callPath } });
+  const authorization = `Bearer ${server.token}`;
+  const target: Target = { url: server.url, h2: new H2Client(server.url, CALL_TIMEOUT_MS), timeoutMs: CALL_TIMEOUT_MS, authorization };
+  const res = await fetch(`${server.url}/v1/keys`, { method: "POST", headers: { "content-type": "application/json", authorization }, body: JSON.stringify({ parentId: "prop" }) });
   if (res.status !== 200) throw new Error(`could not create the known key: HTTP ${res.status} ${await res.text()}`);
   const key = (await res.json()) as { id: string };
   return { server, target, known: [key.id], logsRead: 0 };
@@ -41,11 +46,22 @@ export async function stopPropertyServer(ps: PropertyServer | undefined): Promis
   await ps?.server.stop();
 }
 
-// Every row of every table but the task workers' heartbeats, which a timer rewrites.
+// Every row of every table but the task workers' heartbeats, which a timer rewrites, and the audit trail, which
+// records refusals too (checked apart: refusalAuditProblem).
 function snapshot(dataDir: string): StoreSnapshot {
-  const all = storeSnapshot(dataDir);
-  delete all["compute_workers"];
-  return all;
+  return storeSnapshot(dataDir, { except: ["compute_workers", AUDIT_TABLE] });
+}
+
+// A refusal adds at most its own audit record, and only when the caller was authenticated: here that is the admin,
+// the one principal of a property server. A caller with no or bad credentials leaves no trace in the trail.
+function refusalAuditProblem(dataDir: string, recordedBefore: number, adminId: string): string | null {
+  const added = auditRecords(dataDir).slice(recordedBefore);
+  if (added.length === 0) return null;
+  if (added.length > 1) return `a refused request added ${added.length} audit records`;
+  const [record] = added;
+  if (record!.principal !== adminId) return `a refused request added an audit record of ${record!.principal}, not of the admin`;
+  if (record!.code === 0) return "a refused request was recorded as a success";
+  return null;
 }
 
 function changedTables(before: StoreSnapshot, after: StoreSnapshot): string[] {
@@ -67,10 +83,11 @@ async function settle(dataDir: string): Promise<void> {
 // Checks one property `runs` times; a failure throws fast-check's report: the seed, and the shrunk
 // counterexample (the plan that was sent) with what was sent on the wire and what came back.
 export async function checkProperty<T>(spec: PropertySpec<T>, ps: PropertyServer, runs = RUNS): Promise<void> {
-  const { dataDir } = ps.server;
+  const { dataDir, adminId } = ps.server;
   await fc.assert(
     fc.asyncProperty(spec.arbitrary(ps.known), async (input) => {
       const before = snapshot(dataDir);
+      const recorded = auditRecords(dataDir).length;
       const outcome = await spec.run(ps.target, input);
       if (outcome.failure !== null) throw new Error(`${outcome.failure}\n  sent: ${outcome.sent}\n  answer: ${outcome.answer}`);
       if (outcome.succeeded) {
@@ -79,6 +96,8 @@ export async function checkProperty<T>(spec: PropertySpec<T>, ps: PropertyServer
       }
       const changed = changedTables(before, snapshot(dataDir));
       if (changed.length > 0) throw new Error(`a refused request changed the store (${changed.join(", ")})\n  sent: ${outcome.sent}\n  answer: ${outcome.answer}`);
+      const audit = refusalAuditProblem(dataDir, recorded, adminId);
+      if (audit !== null) throw new Error(`${audit}\n  sent: ${outcome.sent}\n  answer: ${outcome.answer}`);
     }),
     { numRuns: runs, ...(SEED === undefined ? {} : { seed: SEED }) },
   );

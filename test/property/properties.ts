@@ -1,6 +1,7 @@
 import type http2 from "node:http2";
 import type fc from "fast-check";
 import {
+  ADMIN_AUTHORIZATION,
   buildBody,
   buildEnvelope,
   buildPath,
@@ -27,6 +28,8 @@ export interface Target {
   url: string;
   h2: H2Client;
   timeoutMs: number;
+  // "Bearer <token>" of the server's admin, sent where a plan says ADMIN_AUTHORIZATION.
+  authorization: string;
 }
 
 export interface Outcome {
@@ -45,10 +48,24 @@ export interface PropertySpec<T> {
   run(target: Target, input: T): Promise<Outcome>;
 }
 
-function present(headers: HeaderPlan): Headers1 {
+function present(headers: HeaderPlan, target: Target): Headers1 {
   const out: Headers1 = {};
-  for (const [name, value] of Object.entries(headers)) if (value !== undefined) out[name] = value;
+  for (const [name, value] of Object.entries(headers)) if (value !== undefined) out[name] = value === ADMIN_AUTHORIZATION ? target.authorization : value;
   return out;
+}
+
+const SERVICE_AUTH = /service_auth|ServiceAuth/i;
+
+// The call carries the admin's token and no other credential, and does not ask for a token (ServiceAuth judges the
+// client id and secret of its body, and answers UNAUTHENTICATED for wrong ones whoever calls).
+function asAdmin(headers: HeaderPlan, path: string): boolean {
+  let decoded = path;
+  try {
+    decoded = decodeURIComponent(path);
+  } catch {
+    // Malformed escapes: judged on the path as it is.
+  }
+  return headers["authorization"] === ADMIN_AUTHORIZATION && headers["x-api-key"] === undefined && !SERVICE_AUTH.test(decoded);
 }
 
 // Node's HTTP/2 client sends :path as given; what it cannot carry (controls, non-ASCII) is percent-encoded first.
@@ -69,15 +86,16 @@ interface Exchange {
   shown: string;
 }
 
-async function send(target: Target, http2: boolean, method: string, path: string, headers: Headers1, body: Buffer): Promise<Exchange> {
+// `admin`: the call carries the admin's credentials alone (asAdmin), so that its verdict may not be a refusal of them.
+async function send(target: Target, http2: boolean, method: string, path: string, headers: Headers1, body: Buffer, admin: boolean): Promise<Exchange> {
   if (http2) {
     const h: http2.OutgoingHttpHeaders = { ":method": method, ":path": h2Path(path), ...headers };
-    return { answer: await target.h2.request(h, body), sent: { headers, http2, bodyBytes: body.length }, shown: shown(method, h2Path(path), headers, body, true) };
+    return { answer: await target.h2.request(h, body), sent: { headers, http2, bodyBytes: body.length, asAdmin: admin }, shown: shown(method, h2Path(path), headers, body, true) };
   }
   // fetch sends no body with GET or HEAD.
   const sentBody = method === "GET" || method === "HEAD" ? Buffer.alloc(0) : body;
   const answer = await fetchAnswer(`${target.url}${path}`, method, headers, sentBody, target.timeoutMs);
-  return { answer, sent: { headers, http2, bodyBytes: sentBody.length }, shown: shown(method, path, headers, sentBody, false) };
+  return { answer, sent: { headers, http2, bodyBytes: sentBody.length, asAdmin: admin }, shown: shown(method, path, headers, sentBody, false) };
 }
 
 function grpcSucceeded(answer: Answer): boolean {
@@ -89,8 +107,8 @@ function outcome(failure: Verdict, succeeded: boolean, sent: string, answer: Ans
 }
 
 async function runGrpc(target: Target, plan: GrpcPlan): Promise<Outcome> {
-  const headers = { "content-type": plan.contentType, ...present(plan.headers) };
-  const { answer, sent, shown } = await send(target, true, "POST", plan.target.path, headers, buildEnvelope(plan.envelope));
+  const headers = { "content-type": plan.contentType, ...present(plan.headers, target) };
+  const { answer, sent, shown } = await send(target, true, "POST", plan.target.path, headers, buildEnvelope(plan.envelope), asAdmin(plan.headers, plan.target.path));
   return outcome(grpcVerdict(answer, sent), grpcSucceeded(answer), shown, answer);
 }
 
@@ -110,10 +128,10 @@ export const grpcWeb: PropertySpec<GrpcPlan & { http2: boolean; xGrpcWeb: boolea
   name: "grpc-web",
   arbitrary: (known) => grpcWebPlanArb(known),
   async run(target, plan) {
-    const headers: Headers1 = { "content-type": plan.contentType, ...(plan.xGrpcWeb ? { "x-grpc-web": "1" } : {}), ...present(plan.headers) };
+    const headers: Headers1 = { "content-type": plan.contentType, ...(plan.xGrpcWeb ? { "x-grpc-web": "1" } : {}), ...present(plan.headers, target) };
     // HTTP/1.1 has no trailers and no TE: trailers.
     if (!plan.http2) delete headers["te"];
-    const { answer, sent, shown } = await send(target, plan.http2, "POST", plan.target.path, headers, buildEnvelope(plan.envelope));
+    const { answer, sent, shown } = await send(target, plan.http2, "POST", plan.target.path, headers, buildEnvelope(plan.envelope), asAdmin(plan.headers, plan.target.path));
     const status = answer.kind === "answer" ? (answer.headers["grpc-status"] ?? /grpc-status:\s*(\d+)/.exec(answer.body.toString("latin1"))?.[1]) : undefined;
     return outcome(grpcWebVerdict(answer, sent, plan.contentType), status === "0", shown, answer);
   },
@@ -123,10 +141,10 @@ export const connectUnary: PropertySpec<ConnectPlan> = {
   name: "connect",
   arbitrary: (known) => connectPlanArb(known),
   async run(target, plan) {
-    const headers: Headers1 = { "content-type": plan.contentType, ...present(plan.headers) };
+    const headers: Headers1 = { "content-type": plan.contentType, ...present(plan.headers, target) };
     if (plan.body.kind === "compressed" && headers["content-encoding"] === undefined) headers["content-encoding"] = plan.body.with;
     const body = buildBody(plan.target.method.input, plan.body);
-    const { answer, sent, shown } = await send(target, plan.http2, plan.httpMethod, plan.target.path, headers, body);
+    const { answer, sent, shown } = await send(target, plan.http2, plan.httpMethod, plan.target.path, headers, body, asAdmin(plan.headers, plan.target.path));
     const succeeded = answer.kind === "answer" && answer.status === 200;
     return outcome(connectVerdict(answer, sent, plan.httpMethod, plan.contentType), succeeded, shown, answer);
   },
@@ -137,11 +155,11 @@ export const rest: PropertySpec<RestPlan> = {
   arbitrary: (known) => restPlanArb(known),
   async run(target, plan) {
     const path = buildPath(plan.path) + buildQuery(plan.query);
-    const headers: Headers1 = {};
+    const headers: Headers1 = present(plan.credentials, target);
     if (plan.contentType !== undefined) headers["content-type"] = plan.contentType;
     if (plan.contentEncoding !== undefined) headers["content-encoding"] = plan.contentEncoding;
     const method = plan.http2 ? plan.httpMethod : h1Method(plan.httpMethod);
-    const { answer, sent, shown } = await send(target, plan.http2, method, path, headers, buildRestBody(plan));
+    const { answer, sent, shown } = await send(target, plan.http2, method, path, headers, buildRestBody(plan), asAdmin(plan.credentials, path));
     const succeeded = answer.kind === "answer" && answer.status >= 200 && answer.status < 300;
     const url = URL.canParse(path, target.url) ? new URL(path, target.url) : undefined;
     const headBytes = (url === undefined ? path.length : url.pathname.length + url.search.length) + Object.entries(headers).reduce((n, [k, v]) => n + k.length + v.length + 4, 0);

@@ -68,6 +68,20 @@ export interface Sent {
   headers: Record<string, string | undefined>;
   http2: boolean;
   bodyBytes: number;
+  // The call carried the admin's token and no other credential, to a method other than ServiceAuth: it may be
+  // refused for anything but its credentials (properties.ts, asAdmin).
+  asAdmin: boolean;
+}
+
+// UNAUTHENTICATED (16) is an answer only for a call that sent no credentials or bad ones; the admin is never
+// refused as unauthenticated, nor denied (PERMISSION_DENIED, 7: it holds the admin role on every scope), nor
+// blocked for failed authentications of others (the property servers allow more than the properties make).
+function checkAccess(code: number, reason: string, sent: Sent): Verdict {
+  if (!sent.asAdmin) return null;
+  if (code === 16) return "UNAUTHENTICATED for the admin's token";
+  if (code === 7) return `PERMISSION_DENIED (${reason}) for the admin`;
+  if (reason === "AUTHENTICATION_RATE_LIMITED") return "the admin was refused as AUTHENTICATION_RATE_LIMITED";
+  return null;
 }
 
 function noAnswer(answer: Answer, sent: Sent): Verdict {
@@ -96,7 +110,7 @@ function checkErrorInfo(info: ErrorInfo | undefined): Verdict {
 }
 
 // gRPC status entries (trailers, a trailers-only answer's headers, or a gRPC-web trailer frame).
-function checkGrpcStatus(status: Headers1): Verdict {
+function checkGrpcStatus(status: Headers1, sent: Sent): Verdict {
   const raw = status["grpc-status"];
   if (raw === undefined) return "no grpc-status";
   const code = Number(raw);
@@ -120,9 +134,11 @@ function checkGrpcStatus(status: Headers1): Verdict {
     return `grpc-message ${JSON.stringify(message)} is not percent-encoded`;
   }
   // HTTP/2 carries no leading or trailing whitespace in a header value, and gRPC does not percent-encode spaces: a
-  // message that ends in one (it quotes a caller's value) loses it in grpc-message.
-  if (shown !== decoded.message.trim()) return `grpc-message ${JSON.stringify(shown)} differs from the status message ${JSON.stringify(decoded.message)}`;
-  return checkErrorInfo(errorInfoOf(decoded.details));
+  // message that ends in one (it quotes a caller's value) loses it in grpc-message. A tab is percent-encoded
+  // (%09), so it stays: only spaces are taken off.
+  if (shown !== decoded.message.replace(/^ +| +$/g, "")) return `grpc-message ${JSON.stringify(shown)} differs from the status message ${JSON.stringify(decoded.message)}`;
+  const info = errorInfoOf(decoded.details);
+  return checkErrorInfo(info) ?? checkAccess(code, info!.reason, sent);
 }
 
 export function grpcVerdict(answer: Answer, sent: Sent): Verdict {
@@ -131,7 +147,7 @@ export function grpcVerdict(answer: Answer, sent: Sent): Verdict {
   if (answer.status !== 200) return `HTTP ${answer.status} for a gRPC call`;
   // A trailers-only answer has its status in the headers.
   const status = answer.trailers["grpc-status"] !== undefined ? answer.trailers : answer.headers;
-  const bad = checkGrpcStatus(status);
+  const bad = checkGrpcStatus(status, sent);
   if (bad !== null || status["grpc-status"] === "0") return bad;
   return checkRequestId(sent.headers["x-request-id"], answer.headers["x-request-id"]);
 }
@@ -171,7 +187,7 @@ export function grpcWebVerdict(answer: Answer, sent: Sent, contentType: string):
   if (answer.status !== 200) return `HTTP ${answer.status} for a gRPC-web call`;
   const status = answer.headers["grpc-status"] !== undefined ? answer.headers : grpcWebTrailer(answer.body, answer.headers["grpc-encoding"]);
   if (status === undefined) return "no grpc-status in the headers and no trailer frame in the body";
-  const bad = checkGrpcStatus(status);
+  const bad = checkGrpcStatus(status, sent);
   if (bad !== null || status["grpc-status"] === "0") return bad;
   return checkRequestId(sent.headers["x-request-id"], answer.headers["x-request-id"]);
 }
@@ -220,7 +236,7 @@ export function restVerdict(answer: Answer, sent: Sent, httpMethod: string, head
   if (bad !== null) return bad;
   const expected = restHttpStatus(code, info!.reason);
   if (answer.status !== expected) return `HTTP ${answer.status} for code ${code} (${info!.reason}); expected ${expected}`;
-  return checkRequestId(undefined, answer.headers["x-request-id"]);
+  return checkAccess(code, info!.reason, sent) ?? checkRequestId(undefined, answer.headers["x-request-id"]);
 }
 
 // Connect unary: a non-200 answer is Connect's error JSON {code: "snake_case", message, details: [{type, value}]},
@@ -245,7 +261,8 @@ export function connectVerdict(answer: Answer, sent: Sent, httpMethod: string, c
     typeUrl: `type.googleapis.com/${String(d.type)}`,
     value: typeof d.value === "string" ? base64Decode(d.value) : new Uint8Array(),
   }));
-  const bad = checkErrorInfo(errorInfoOf(anys));
+  const info = errorInfoOf(anys);
+  const bad = checkErrorInfo(info) ?? checkAccess(index, info!.reason, sent);
   if (bad !== null) return bad;
   return checkRequestId(sent.headers["x-request-id"], answer.headers["x-request-id"]);
 }

@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import https from "node:https";
 import { join } from "node:path";
 
 // Every server a test starts bootstraps an admin service account (src/identity/bootstrap.ts). The test support
@@ -19,15 +20,29 @@ export function adminCredentials(dataDir: string): AdminCredentials {
 
 // POST /public/v2/service_auth, as a caller would.
 export async function fetchToken(baseUrl: string, clientId: string, clientSecret: string): Promise<string> {
-  const res = await fetch(`${baseUrl}/public/v2/service_auth`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ client_id: clientId, client_secret: clientSecret }),
-  });
-  const body = (await res.json()) as { token?: { access_token?: string } };
+  const res = await postJson(`${baseUrl}/public/v2/service_auth`, JSON.stringify({ client_id: clientId, client_secret: clientSecret }));
+  const body = JSON.parse(res.text) as { token?: { access_token?: string } };
   const token = body.token?.access_token;
-  if (res.status !== 200 || token === undefined) throw new Error(`service_auth answered ${res.status}: ${JSON.stringify(body)}`);
+  if (res.status !== 200 || token === undefined) throw new Error(`service_auth answered ${res.status}: ${res.text}`);
   return token;
+}
+
+// fetch, or over TLS node:https, which accepts the self-signed certificates tests make (fetch cannot be told to).
+async function postJson(url: string, body: string): Promise<{ status: number; text: string }> {
+  const headers = { "content-type": "application/json" };
+  if (!url.startsWith("https:")) {
+    const res = await fetch(url, { method: "POST", headers, body });
+    return { status: res.status, text: await res.text() };
+  }
+  return new Promise((resolve, reject) => {
+    const req = https.request(url, { method: "POST", headers, rejectUnauthorized: false }, (res) => {
+      let text = "";
+      res.on("data", (c: Buffer) => (text += c.toString()));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, text }));
+    });
+    req.on("error", reject);
+    req.end(body);
+  });
 }
 
 // Logs in as the server's admin and remembers the token for its origin.

@@ -23,8 +23,8 @@ const testEnv: Record<string, string> = {
   // reference path the direct adapters must match (package.json "test").
   CALL_PATH: process.env.CLOUDPLANE_TEST_CALL_PATH ?? "direct",
   // Tests move fake clocks by years (rotation, destruction); the admin token of test/support must outlive them.
-  // Tests of expiry set their own.
-  ACCESS_TOKEN_TTL_SECONDS: String(1000 * 365 * 24 * 3600),
+  // The longest the server allows (expires_in is an int32 of seconds, about 68 years). Tests of expiry set their own.
+  ACCESS_TOKEN_TTL_SECONDS: String(2 ** 31 - 1),
 };
 
 export interface TestServer {
@@ -58,7 +58,7 @@ export async function startServer(
   });
   const app = build(config, createLogger(config.logLevel, sink), { clock: opts.clock, extraStages: opts.stages });
   const port = await app.listen();
-  const url = `http://127.0.0.1:${port}`;
+  const url = `${config.tlsCertFile === "" ? "http" : "https"}://127.0.0.1:${port}`;
   return {
     url,
     token: await loginAsAdmin(url, dataDir),

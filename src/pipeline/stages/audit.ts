@@ -9,6 +9,18 @@ import type { Stage } from "../stage.js";
 
 const INTERNAL = 13;
 
+// What a record says of the request (its scope and resource) is read from the caller's ids, which a refused call
+// has not had validated: a GetCryptoKey with a 4 MB key id, refused as INVALID_ARGUMENT, stored its 4 MB in the
+// trail. Valid ids are at most 128 characters, so every valid scope and resource fits whole in this.
+const MAX_NAMED = 256;
+
+function bounded(text: string): string {
+  if (text.length <= MAX_NAMED) return text;
+  // Not between the two halves of a surrogate pair.
+  const end = /[\uD800-\uDBFF]/.test(text.charAt(MAX_NAMED - 1)) ? MAX_NAMED - 1 : MAX_NAMED;
+  return `${text.slice(0, end)}...(${text.length} characters)`;
+}
+
 // The google.rpc.Code a thrown value will be answered with (the errors stage, outside this one, renders it).
 function codeOf(thrown: unknown): number {
   if (thrown instanceof CallError) return thrown.status.code;
@@ -39,8 +51,8 @@ export function auditStage(trail: AuditTrail, clock: Clock): Stage {
       principal: call.principal,
       method: `${call.method.parent.typeName}/${call.method.name}`,
       protocol: call.protocol,
-      scope: call.scope,
-      resource: policy.resource(call.request),
+      scope: bounded(call.scope),
+      resource: bounded(policy.resource(call.request)),
       code,
       requestId: call.requestId,
     });
