@@ -16,7 +16,7 @@ interface AuditRow {
 // The audit trail in the embedded database, through a connection of its own with synchronous=NORMAL: a batch is
 // in the write-ahead log when append returns, so it survives a crash of the server (kill -9), and it reaches the
 // disk with the next fully synchronous commit of the key or task data or at the next checkpoint. Waiting for the
-// disk on every batch would cost ~150 µs of the event loop each time (measured in docs/audit.md).
+// disk on every batch would cost ~150 µs of the event loop each time (measured in docs/access.md).
 export class SqliteAuditStore implements AuditStore {
   private readonly insert: Database.Statement;
   private readonly insertAll: (records: readonly AuditRecord[]) => void;
