@@ -185,8 +185,16 @@ describe("JSON body", () => {
 
   test("empty bodies, wrong media types, bodies where none belongs, and broken JSON", () => {
     const enable = "/v1/keys/k/versions/1/enable";
-    expect(build(send("POST", enable))).toEqual({ keyId: "k", keyVersionId: 1 });
-    expect(build(send("POST", enable, " \n", { contentType: "text/plain" }))).toEqual({ keyId: "k", keyVersionId: 1 });
+    expect(build(send("POST", enable, "", { contentType: "application/json" }))).toEqual({ keyId: "k", keyVersionId: 1 });
+    expect(build(send("POST", enable, " \n", { contentType: "application/json" }))).toEqual({ keyId: "k", keyVersionId: 1 });
+    // A body-less POST is a state change a web page could make a browser send without a preflight: it must say
+    // application/json all the same (docs/access.md).
+    expect(rejection(send("POST", enable))).toEqual({
+      reason: "UNSUPPORTED_CONTENT_TYPE",
+      field: "",
+      message: "a POST must be sent with Content-Type: application/json, even without a body (send {}), not none",
+    });
+    expectRejected(send("POST", enable, " \n", { contentType: "text/plain" }), "UNSUPPORTED_CONTENT_TYPE", "");
     const charset = { contentType: "Application/JSON; charset=utf-8" };
     expect(build(send("POST", "/v1/encrypt", '{"keyId":"k"}', charset))).toEqual({ keyId: "k" });
     const text = { contentType: "text/plain" };
