@@ -270,7 +270,8 @@ interface RestStatusJson {
   details?: { typeUrl?: string; value?: string }[];
 }
 
-function restAnswer(raw: RawAnswer): WireAnswer {
+// A REST answer as status, headers and body bytes, however it was received.
+export function restAnswer(raw: { status: number; headers: Record<string, string>; body: Buffer }): WireAnswer {
   const json = JSON.parse(raw.body.toString("utf8")) as JsonValue;
   if (raw.status === 200) return { http: 200, code: 0, message: "", details: [], headers: raw.headers, response: json };
   if (!(raw.headers["content-type"] ?? "").startsWith("application/json")) throw new Error(`HTTP ${raw.status} with content-type ${raw.headers["content-type"]}`);
