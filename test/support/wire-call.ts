@@ -288,7 +288,8 @@ export function restRequestOf(method: DescMethod, request: MessageShape<DescMess
   const rule = getOption(method, http);
   const { pattern } = rule;
   if (pattern.case === undefined || pattern.case === "custom") throw new Error(`${method.name} has no REST mapping`);
-  const byProtoName = toJson(method.input, request, { useProtoFieldName: true, registry }) as JsonObject;
+  // Path variables at their default value too (a version id 0 is sent as "0").
+  const byProtoName = toJson(method.input, request, { useProtoFieldName: true, registry, alwaysEmitImplicit: true }) as JsonObject;
   const used = new Set<string>();
   const path = pattern.value.replace(/\{([^}=]+)\}/g, (_m, variable: string) => {
     used.add(variable);
