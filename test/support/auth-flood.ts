@@ -1,8 +1,8 @@
-import http2 from "node:http2";
-import http from "node:http";
-import net from "node:net";
 import { randomBytes } from "node:crypto";
-import { toBinary, create } from "@bufbuild/protobuf";
+import http from "node:http";
+import http2 from "node:http2";
+import net from "node:net";
+import { create, toBinary } from "@bufbuild/protobuf";
 import { EncryptRequestSchema } from "../../gen/kms/v1/kms_pb.js";
 import { frame } from "./raw-grpc.js";
 
@@ -177,17 +177,6 @@ export class TimedEncrypter {
       req.on("error", reject);
       req.end(this.body);
     });
-  }
-
-  // `count` calls one after another; their durations, or a throw naming the first call that failed.
-  async series(count: number): Promise<number[]> {
-    const times: number[] = [];
-    for (let i = 0; i < count; i++) {
-      const { status, ms } = await this.call();
-      if (status !== "0") throw new Error(`a legitimate Encrypt answered grpc-status ${status}`);
-      times.push(ms);
-    }
-    return times;
   }
 
   close(): void {
