@@ -1,4 +1,5 @@
 import type { AccessPolicy } from "../../identity/access-policy.js";
+import { MAX_ID_CHARS } from "../../errors/violation-list.js";
 import { permissionDenied } from "../../identity/identity-errors.js";
 import { formatScope } from "../../identity/scopes.js";
 import type { Scope } from "../../identity/scopes.js";
@@ -8,7 +9,7 @@ import type { Next, Outcome, Stage } from "../stage.js";
 // How the authorization stage learns the namespace of a key a request names by id (from the key manager, whose
 // cache answers most calls synchronously), and the error a caller gets for a key that does not exist.
 export interface KeyScopes {
-  // Null when no live key has the id: its handler then answers NOT_FOUND.
+  // Null when no live key has the id: the call is then answered keyNotFound.
   namespaceOfKey(keyId: string): string | null | Promise<string | null>;
   keyNotFound(keyId: string): Error;
 }
@@ -32,8 +33,10 @@ export function authorizationStage(access: AccessPolicy, keys: KeyScopes): Stage
   }
 
   function onKey(call: Call, keyId: string, namespace: string | null, next: Next): Outcome {
-    // No such key: the handler says so, as it would to anyone allowed to look.
-    if (namespace === null) return next(call);
+    // No live key has the id: answered here, as a key of a namespace the caller cannot see is, before the handler
+    // looks at the rest of the request. Were the handler to refuse an invalid request for a missing key
+    // (INVALID_ARGUMENT) while a hidden key's is NOT_FOUND, an invalid request would tell which ids exist elsewhere.
+    if (namespace === null) throw keys.keyNotFound(keyId);
     return onScope(call, { kind: "kms-namespace", id: namespace }, next, () => {
       throw keys.keyNotFound(keyId);
     });
@@ -49,6 +52,8 @@ export function authorizationStage(access: AccessPolicy, keys: KeyScopes): Stage
     if (id === "") return next(call);
     switch (rule.kind) {
       case "kms-key": {
+        // An id longer than any key's: its handler refuses it as invalid, without repeating it.
+        if (id.length > MAX_ID_CHARS) return next(call);
         const namespace = keys.namespaceOfKey(id);
         if (namespace instanceof Promise) return namespace.then((found) => onKey(call, id, found, next));
         return onKey(call, id, namespace, next);
