@@ -103,8 +103,9 @@ export class Authenticator {
     const matches = secretMatches(clientSecret, account?.secretHash ?? NO_ACCOUNT_HASH);
     if (account === null || !matches || account.revokedAt !== null) {
       const [bySource, byClient] = await Promise.all([this.bySource.fail(source), this.byClientId.fail(clientId)]);
-      if (bySource > 0) throw tooManyFailedAuthentications(domain, "address", bySource);
+      // The client id first: from then on it is refused before its secret is checked, and says so alike.
       if (byClient > 0) throw tooManyFailedAuthentications(domain, "client id", byClient);
+      if (bySource > 0) throw tooManyFailedAuthentications(domain, "address", bySource);
       throw unauthenticated(domain, "client_id or client_secret is wrong, or the service account was revoked");
     }
     const now = this.clock.now();
