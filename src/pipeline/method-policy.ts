@@ -80,8 +80,22 @@ export function policyOf(method: DescMethod): MethodPolicy {
     requiresApiKey: policy.requiresApiKey,
     scope: scopeOf(method, where, policy.public, policy.scope),
     audited: domainOf(service) === "kms" || !readOnly.has(mapping.httpMethod),
-    resource: resourcePathOf(method.input, mapping.path),
+    resource: resourcePathOf(method.input, resourceTemplateOf(method, mapping.path, policy.scope)),
   };
+}
+
+// The path that names the resource of a call in the audit trail: the method's own REST path, unless the method
+// names a key by id without its path saying so (Encrypt, Decrypt: POST /v1/encrypt). Then it is the path of the key
+// itself, as the service's GET of one key maps it (/v1/keys/{key_id}), so that a key's trail lists its every use.
+function resourceTemplateOf(method: DescMethod, own: string, scope: { kind: Scope_Kind; field: string } | undefined): string {
+  if (scope?.kind !== Scope_Kind.KMS_KEY) return own;
+  const variable = new RegExp(`\\{${scope.field.replaceAll(".", "\\.")}(=[^}]*)?\\}`);
+  if (variable.test(own)) return own;
+  for (const sibling of method.parent.methods) {
+    const pattern = getOption(sibling, http).pattern;
+    if (pattern.case === "get" && /^[^{}]*\{[^{}]+\}$/.test(pattern.value) && variable.test(pattern.value)) return pattern.value;
+  }
+  return own;
 }
 
 const readOnly = new Set(["GET", "HEAD"]);

@@ -113,8 +113,8 @@ describe("the audit trail of a scenario, read with cloudplane-admin audit --json
       { principal: owner.id, method: "compute.auth.v2.AuthService/ServiceAuth", protocol: "rest", scope: "", resource: "/public/v2/service_auth", code: 0, requestId: "<generated>" },
       { principal: encrypter.id, method: "compute.auth.v2.AuthService/ServiceAuth", protocol: "rest", scope: "", resource: "/public/v2/service_auth", code: 0, requestId: "<generated>" },
       { principal: owner.id, method: "kms.v1.KeyManagerService/CreateCryptoKey", protocol: "rest", scope: `kms-namespace:${NS}`, resource: "/v1/keys", code: 0, requestId: "scenario-create" },
-      { principal: owner.id, method: "kms.v1.KeyManagerService/Encrypt", protocol: "grpc", scope: `kms-namespace:${NS}`, resource: "/v1/encrypt", code: 0, requestId: "scenario-encrypt" },
-      { principal: owner.id, method: "kms.v1.KeyManagerService/Decrypt", protocol: "connect", scope: `kms-namespace:${NS}`, resource: "/v1/decrypt", code: 0, requestId: "scenario-decrypt" },
+      { principal: owner.id, method: "kms.v1.KeyManagerService/Encrypt", protocol: "grpc", scope: `kms-namespace:${NS}`, resource: `/v1/keys/${keyId}`, code: 0, requestId: "scenario-encrypt" },
+      { principal: owner.id, method: "kms.v1.KeyManagerService/Decrypt", protocol: "connect", scope: `kms-namespace:${NS}`, resource: `/v1/keys/${keyId}`, code: 0, requestId: "scenario-decrypt" },
       // Refused before any scope was looked up: the encrypter may destroy keys nowhere.
       { principal: encrypter.id, method: "kms.v1.KeyManagerService/DestroyCryptoKey", protocol: "grpc-web", scope: "", resource: `/v1/keys/${keyId}`, code: 7, requestId: "scenario-destroy" },
       {
@@ -143,12 +143,9 @@ describe("the audit trail of a scenario, read with cloudplane-admin audit --json
     expect(byScope.map((l) => l.method)).toEqual(["kms.v1.KeyManagerService/CreateCryptoKey", "kms.v1.KeyManagerService/Encrypt", "kms.v1.KeyManagerService/Decrypt"]);
   });
 
-  // Kept failing on purpose: an Encrypt or Decrypt is recorded with the resource "/v1/encrypt" or "/v1/decrypt" (its
-  // REST path, which names no key) and the key's namespace as scope, so the trail cannot say which key was used,
-  // and an operator asking for a key's resource finds only the calls whose path names it (here the refused
-  // destroy). A KMS audit record of a cryptographic operation should name its key (Cloud KMS's data access logs
-  // do). Reported with issue 9.
-  it.fails("names the key an Encrypt or Decrypt used, so that a key's trail lists them", async () => {
+  // An Encrypt or Decrypt names its key in the body, not in its REST path (/v1/encrypt): its record names the key
+  // by the key's own path, so that a key's trail lists its every use, as Cloud KMS's data access logs do.
+  it("names the key an Encrypt or Decrypt used, so that a key's trail lists them", async () => {
     const byKey = await adminJson<AuditLine>(server.dataDir, ["audit", "--since", since, "--resource", `/v1/keys/${keyId}`]);
     expect(byKey.map((l) => l.method)).toEqual(["kms.v1.KeyManagerService/Encrypt", "kms.v1.KeyManagerService/Decrypt", "kms.v1.KeyManagerService/DestroyCryptoKey"]);
   });
