@@ -4,14 +4,14 @@ import { DurationSchema, timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { CryptoKeySchema, CryptoKeyVersion_Algorithm, CryptoKeyVersion_State, CryptoKeyVersionSchema } from "../../gen/kms/v1/kms_pb.js";
 import type { CryptoKey, CryptoKeyVersion } from "../../gen/kms/v1/kms_pb.js";
 import { effectiveState } from "./model.js";
-import type { CryptoKeyVersionRecord } from "./model.js";
+import type { VersionInfo } from "./model.js";
 import type { KeyView } from "./key-manager.js";
 
 function durationFromMs(ms: number): Duration {
   return create(DurationSchema, { seconds: BigInt(Math.floor(ms / 1000)), nanos: (ms % 1000) * 1_000_000 });
 }
 
-export function versionToProto(v: CryptoKeyVersionRecord, now: number): CryptoKeyVersion {
+export function versionToProto(v: VersionInfo, now: number): CryptoKeyVersion {
   return create(CryptoKeyVersionSchema, {
     id: v.id,
     keyId: v.keyId,
