@@ -4,10 +4,12 @@ import { isReflectList, isReflectMap, reflect } from "@bufbuild/protobuf/reflect
 import type { ReflectMessage } from "@bufbuild/protobuf/reflect";
 import { base64Encode } from "@bufbuild/protobuf/wire";
 import type { Any } from "@bufbuild/protobuf/wkt";
+import { bytesFieldsOf, encodeBase64 } from "./json-bytes.js";
 
 // On the REST surface every google.protobuf.Any is written as {"typeUrl", "value"} with the packed bytes in
 // standard base64 (CONTRACT section 3), not as canonical proto-JSON's {"@type", ...fields}, which also would need
-// every packed type in a registry. Everything else is canonical proto3 JSON from toJson.
+// every packed type in a registry. Everything else is canonical proto3 JSON from toJson, but for top-level bytes
+// fields, which are written here with Node's base64 (json-bytes.ts), to the same text.
 
 const ANY = "google.protobuf.Any";
 
@@ -21,10 +23,10 @@ export function anyToRestJson(any: Pick<Any, "typeUrl" | "value">): JsonObject {
 
 export function toRestJson(desc: DescMessage, message: Message): JsonValue {
   if (desc.typeName === ANY) return anyToRestJson(message as Any);
-  const special = fieldsReachingAny(desc);
+  const special = specialFieldsOf(desc);
   if (special.size === 0) return toJson(desc, message);
-  // toJson renders a copy without the fields that lead to an Any; those are rendered here, recursively, and
-  // merged back in declaration order, the order toJson uses.
+  // toJson renders a copy without the fields that lead to an Any and the bytes fields; those are rendered here
+  // (recursively for an Any) and merged back in declaration order, the order toJson uses.
   const source = reflect(desc, message);
   const copy = reflect(desc, create(desc));
   for (const field of desc.fields) {
@@ -43,9 +45,10 @@ export function toRestJson(desc: DescMessage, message: Message): JsonValue {
   return json;
 }
 
-// A special field always holds messages: one, a list of them, or a map to them.
+// A special field holds bytes, or messages: one, a list of them, or a map to them.
 function fieldToRestJson(field: DescField, source: ReflectMessage): JsonValue {
   const value = source.get(field);
+  if (field.fieldKind === "scalar") return encodeBase64(value as Uint8Array);
   const render = (item: unknown): JsonValue => {
     const msg = item as ReflectMessage;
     return toRestJson(msg.desc, msg.message);
@@ -59,14 +62,18 @@ function fieldToRestJson(field: DescField, source: ReflectMessage): JsonValue {
   return render(value);
 }
 
-const reachingAny = new WeakMap<DescMessage, Set<DescField>>();
+const specialFields = new WeakMap<DescMessage, Set<DescField>>();
 
-// The fields of a message whose type is, or transitively contains, an Any. Computed once per message type.
-function fieldsReachingAny(desc: DescMessage): Set<DescField> {
-  let fields = reachingAny.get(desc);
+// The fields of a message rendered here: those whose type is, or transitively contains, an Any, and its plain
+// bytes fields. Computed once per message type.
+function specialFieldsOf(desc: DescMessage): Set<DescField> {
+  let fields = specialFields.get(desc);
   if (fields === undefined) {
-    fields = new Set(desc.fields.filter((f) => f.message !== undefined && reachesAny(f.message)));
-    reachingAny.set(desc, fields);
+    fields = new Set([
+      ...desc.fields.filter((f) => f.message !== undefined && reachesAny(f.message)),
+      ...bytesFieldsOf(desc).values(),
+    ]);
+    specialFields.set(desc, fields);
   }
   return fields;
 }

@@ -5,6 +5,7 @@ import type { ReflectMessage } from "@bufbuild/protobuf/reflect";
 import { textToJson } from "./field-path.js";
 import type { FieldChain } from "./field-path.js";
 import { describeExpected } from "./field-description.js";
+import { bytesFieldsOf, decodePlainBase64 } from "./json-bytes.js";
 import { checkJsonFields, findInvalidValue, isJsonObject } from "./json-check.js";
 import { queryToJson } from "./query-params.js";
 import { badRequest } from "./rest-errors.js";
@@ -82,13 +83,42 @@ function isJsonContentType(contentType: string | undefined): boolean {
 
 function readJson(desc: DescMessage, json: JsonObject): Message {
   try {
-    return fromJson(desc, json, { ignoreUnknownFields: false });
+    return readJsonDecodingBytes(desc, json);
   } catch {
     const bad = findInvalidValue(desc, json, "");
     if (bad === undefined) throw badRequest("REQUEST_INVALID", "", `the request does not fit ${desc.typeName}`);
     const expected = describeExpected(bad.field, bad.path.endsWith("]"));
     throw badRequest("REQUEST_INVALID", bad.path, `invalid value; ${expected}`);
   }
+}
+
+// fromJson, with the top-level bytes fields in plain base64 decoded natively (json-bytes.ts) and set after it:
+// the same message, or the same failure, as fromJson alone.
+function readJsonDecodingBytes(desc: DescMessage, json: JsonObject): Message {
+  const bytesFields = bytesFieldsOf(desc);
+  if (bytesFields.size === 0) return fromJson(desc, json, { ignoreUnknownFields: false });
+  let rest: JsonObject | null = null;
+  let decoded: [DescField, Uint8Array][] | null = null;
+  for (const key of Object.keys(json)) {
+    const field = bytesFields.get(key);
+    const value = json[key];
+    const bytes = field !== undefined && typeof value === "string" ? decodePlainBase64(value) : undefined;
+    if (field === undefined || bytes === undefined) {
+      if (rest !== null) rest[key] = value ?? null;
+      continue;
+    }
+    if (rest === null) {
+      rest = {};
+      for (const before of Object.keys(json)) {
+        if (before === key) break;
+        rest[before] = json[before] ?? null;
+      }
+    }
+    (decoded ??= []).push([field, bytes]);
+  }
+  const message = fromJson(desc, rest ?? json, { ignoreUnknownFields: false });
+  if (decoded !== null) for (const [field, bytes] of decoded) (message as unknown as Record<string, unknown>)[field.localName] = bytes;
+  return message;
 }
 
 function setPathValue(message: Message, desc: DescMessage, chain: FieldChain, text: string): void {
