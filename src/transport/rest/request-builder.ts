@@ -14,7 +14,8 @@ import type { RestRoute } from "./route-table.js";
 export interface RequestParts {
   route: RestRoute;
   pathValues: readonly string[];
-  query: URLSearchParams;
+  // Null when the URL has no query string.
+  query: URLSearchParams | null;
   body: Uint8Array;
   contentType: string | undefined;
   contentEncoding: string | undefined;
@@ -29,7 +30,7 @@ export function buildRequestMessage(req: RequestParts): Message {
   const { route } = req;
   const desc = route.method.input;
   const json = bodyToJson(req);
-  Object.assign(json, queryToJson(route, req.query));
+  if (req.query !== null) Object.assign(json, queryToJson(route, req.query));
   checkJsonFields(desc, json, "");
   const message = readJson(desc, json);
   route.pathFields.forEach((chain, i) => setPathValue(message, desc, chain, req.pathValues[i] ?? ""));
@@ -78,6 +79,7 @@ function parseBody(req: RequestParts): JsonValue | undefined {
 }
 
 function isJsonContentType(contentType: string | undefined): boolean {
+  if (contentType === "application/json") return true;
   return contentType?.split(";", 1)[0]?.trim().toLowerCase() === "application/json";
 }
 
