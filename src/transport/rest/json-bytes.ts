@@ -22,9 +22,10 @@ export function decodePlainBase64(text: string): Uint8Array | undefined {
   // protobuf-es's size: three bytes per four characters, less one per padding character.
   let size = len - ((len + 3) >> 2);
   if ((len & 3) === 0 && text.charCodeAt(len - 1) === 61) size -= text.charCodeAt(len - 2) === 61 ? 2 : 1;
-  const bytes = new Uint8Array(size);
-  const written = size === 0 ? 0 : Buffer.from(bytes.buffer, bytes.byteOffset, size).write(text, "base64");
-  return written === size ? bytes : undefined;
+  // Node sizes its buffer from the length as this does, and returns a shorter one when it wrote less. Small
+  // results come from Node's buffer pool, so the view handed out is a plain Uint8Array, as protobuf-es's is.
+  const decoded = Buffer.from(text, "base64");
+  return decoded.length === size ? new Uint8Array(decoded.buffer, decoded.byteOffset, size) : undefined;
 }
 
 // Standard base64 with padding, as protobuf-es's toJson writes bytes.

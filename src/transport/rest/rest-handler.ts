@@ -18,8 +18,7 @@ import { forwardRequestHeaders, responseHeadersOf } from "./http-headers.js";
 import { toRestJson } from "./json-any.js";
 import { buildRequestMessage } from "./request-builder.js";
 import { BadRequest, methodNotAllowed, routeNotFound } from "./rest-errors.js";
-import type { RouteTable } from "./route-table.js";
-import type { RestRoute } from "./route-table.js";
+import type { RestRoute, RouteLookup, RouteTable } from "./route-table.js";
 import { connectErrorToStatusJson, httpStatusOfError, retryAfterSeconds } from "./status-json.js";
 
 export type RestHandler = (req: NodeRequest, res: NodeResponse) => Promise<void>;
@@ -45,9 +44,16 @@ export function createRestHandler(opts: RestHandlerOptions): RestHandler {
     const requestId = requestIdOf(Array.isArray(given) ? given[0] : given);
     let domain: ErrorDomain = "cloudplane";
     try {
-      const found = await readRequest(req, opts, (d) => (domain = d));
-      let outcome = "status" in found ? found : invoke(found.route, found.message, req, res, requestId);
-      if (outcome instanceof Promise) outcome = await outcome;
+      const found = findRoute(req, opts.routes);
+      let outcome: Outcome | Promise<Outcome>;
+      if ("status" in found) {
+        outcome = found;
+      } else {
+        domain = found.route.entry.policy.domain;
+        const body = await readBody(req, opts.maxBodyBytes, domain);
+        outcome = invoke(found.route, readMessage(req, found, body), req, res, requestId);
+        if (outcome instanceof Promise) outcome = await outcome;
+      }
       write(req, res, requestId, outcome);
     } catch (thrown) {
       if (thrown instanceof ClientGoneError || res.destroyed) return;
@@ -64,34 +70,37 @@ export function createRestHandler(opts: RestHandlerOptions): RestHandler {
   };
 }
 
-type ReadRequest = { route: RestRoute; message: Message } | Outcome;
+type FoundRoute = Extract<RouteLookup, { kind: "found" }>;
 
-// The route and the request message, or the answer when there is no route for the request.
-async function readRequest(req: NodeRequest, opts: RestHandlerOptions, setDomain: (d: ErrorDomain) => void): Promise<ReadRequest> {
+// The route of the request, or the answer when there is none. Synchronous, like everything but reading the body:
+// each async step is a promise and microtask turns more per call.
+function findRoute(req: NodeRequest, routes: RouteTable): FoundRoute | Outcome {
   const httpMethod = (req.method ?? "GET").toUpperCase();
   const url = req.url ?? "/";
   const q = url.indexOf("?");
   const path = q < 0 ? url : url.slice(0, q);
-  const found = path.startsWith("/") ? opts.routes.lookup(httpMethod, path) : undefined;
+  const found = path.startsWith("/") ? routes.lookup(httpMethod, path) : undefined;
   if (found === undefined || found.kind === "not_found") throw routeNotFound(httpMethod, path);
   if (found.kind === "method_not_allowed") {
     const domain = found.entry.policy.domain;
     const error = new CallError(statusPartsOf(methodNotAllowed(domain, httpMethod, path, found.allow)), false);
     return errorOutcome(toConnectError(error, null), new Map([["allow", [found.allow.join(", ")]]]));
   }
-  const { route, pathValues } = found;
-  const domain = route.entry.policy.domain;
-  setDomain(domain);
-  const body = await readBody(req, opts.maxBodyBytes, domain);
-  const message = buildRequestMessage({
-    route,
-    pathValues,
+  return found;
+}
+
+// The request message from the path, the query string and the body.
+function readMessage(req: NodeRequest, found: FoundRoute, body: Uint8Array): Message {
+  const url = req.url ?? "/";
+  const q = url.indexOf("?");
+  return buildRequestMessage({
+    route: found.route,
+    pathValues: found.pathValues,
     query: q < 0 ? null : new URLSearchParams(url.slice(q + 1)),
     body,
     contentType: req.headers["content-type"],
     contentEncoding: req.headers["content-encoding"],
   });
-  return { route, message };
 }
 
 type Invoke = (route: RestRoute, message: Message, req: NodeRequest, res: NodeResponse, requestId: string) => Outcome | Promise<Outcome>;
