@@ -1,6 +1,16 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { create, createFileRegistry, toJson } from "@bufbuild/protobuf";
+import { protoCamelCase } from "@bufbuild/protobuf/reflect";
 import { base64Decode, base64Encode } from "@bufbuild/protobuf/wire";
+import {
+  BytesValueSchema,
+  FieldDescriptorProto_Label,
+  FieldDescriptorProto_Type,
+  FileDescriptorProtoSchema,
+  file_google_protobuf_wrappers,
+} from "@bufbuild/protobuf/wkt";
+import { toRestJson } from "../../src/transport/rest/json-any.js";
 import { decodePlainBase64, encodeBase64 } from "../../src/transport/rest/json-bytes.js";
 
 // The native base64 of the REST surface must be protobuf-es's to the byte: the same bytes for every string it
@@ -69,5 +79,71 @@ describe("REST bytes in native base64", () => {
         expect(encodeBase64(view.subarray(offset))).toBe(base64Encode(bytes));
       }),
     );
+  });
+});
+
+// toRestJson writes bytes fields itself; for messages without an Any it must write exactly toJson's text, key
+// order included, whatever the fields' presence.
+describe("REST JSON of messages with bytes fields", () => {
+  const T = FieldDescriptorProto_Type;
+  const L = FieldDescriptorProto_Label;
+  const field = (name: string, number: number, type: FieldDescriptorProto_Type, extra: object = {}) => ({ name, number, type, label: L.OPTIONAL, jsonName: protoCamelCase(name), ...extra });
+  const registry = createFileRegistry(
+    create(FileDescriptorProtoSchema, {
+      name: "bytes_test.proto",
+      package: "bytestest",
+      syntax: "proto3",
+      messageType: [
+        {
+          name: "Three",
+          field: [
+            field("id", 1, T.STRING),
+            field("plain_bytes", 2, T.BYTES),
+            field("optional_bytes", 3, T.BYTES, { proto3Optional: true, oneofIndex: 0 }),
+            field("many", 4, T.BYTES, { label: L.REPEATED }),
+            field("count", 5, T.INT32),
+            field("wrapped", 6, T.MESSAGE, { typeName: ".google.protobuf.BytesValue" }),
+          ],
+          oneofDecl: [{ name: "_optional_bytes" }],
+        },
+      ],
+      dependency: ["google/protobuf/wrappers.proto"],
+    }),
+    (name: string) => (name === "google/protobuf/wrappers.proto" ? file_google_protobuf_wrappers : undefined),
+  );
+  const proto2 = createFileRegistry(
+    create(FileDescriptorProtoSchema, {
+      name: "bytes_test2.proto",
+      package: "bytestest",
+      syntax: "proto2",
+      messageType: [{ name: "Two", field: [field("with_default", 1, T.BYTES, { defaultValue: "x" }), field("other", 2, T.BYTES)] }],
+    }),
+    () => undefined,
+  );
+  const three = registry.getMessage("bytestest.Three")!;
+  const two = proto2.getMessage("bytestest.Two")!;
+  const someBytes = fc.option(fc.uint8Array({ maxLength: 20 }), { nil: undefined });
+
+  it("proto3, implicit and explicit presence, lists and wrappers", () => {
+    fc.assert(
+      fc.property(fc.string({ maxLength: 5 }), someBytes, someBytes, fc.array(fc.uint8Array({ maxLength: 5 }), { maxLength: 3 }), fc.integer(), someBytes, (id, plain, optional, many, count, wrapped) => {
+        const message = create(three, { id, plainBytes: plain, optionalBytes: optional, many, count, wrapped });
+        expect(JSON.stringify(toRestJson(three, message))).toBe(JSON.stringify(toJson(three, message)));
+      }),
+    );
+  });
+
+  it("proto2, defaults on the prototype", () => {
+    fc.assert(
+      fc.property(someBytes, someBytes, (withDefault, other) => {
+        const message = create(two, { withDefault, other });
+        expect(JSON.stringify(toRestJson(two, message))).toBe(JSON.stringify(toJson(two, message)));
+      }),
+    );
+  });
+
+  it("a bare google.protobuf.BytesValue", () => {
+    const message = create(BytesValueSchema, { value: new Uint8Array([1, 2, 3]) });
+    expect(toRestJson(BytesValueSchema, message)).toBe("AQID");
   });
 });

@@ -1,5 +1,6 @@
 import { ScalarType } from "@bufbuild/protobuf";
 import type { DescField, DescMessage } from "@bufbuild/protobuf";
+import { hasCustomJsonRepresentation } from "@bufbuild/protobuf/wkt";
 
 // Bytes fields in JSON, with Node's native base64 instead of protobuf-es's. Node 20 has no
 // Uint8Array.prototype.toBase64/setFromBase64, so protobuf-es falls back to loops in JavaScript: for a 1 KiB
@@ -34,14 +35,15 @@ export function encodeBase64(bytes: Uint8Array): string {
 }
 
 // A message's top-level singular bytes fields (outside oneofs), the ones handled here, by both names a JSON
-// request may use. Computed once per message type.
+// request may use; none for a well-known type with a JSON form of its own (google.protobuf.BytesValue is a bare
+// string). Computed once per message type.
 const plainBytesFields = new WeakMap<DescMessage, ReadonlyMap<string, DescField>>();
 
 export function bytesFieldsOf(desc: DescMessage): ReadonlyMap<string, DescField> {
   let fields = plainBytesFields.get(desc);
   if (fields === undefined) {
     const byName = new Map<string, DescField>();
-    for (const f of desc.fields) {
+    for (const f of hasCustomJsonRepresentation(desc) ? [] : desc.fields) {
       if (f.fieldKind === "scalar" && f.scalar === ScalarType.BYTES && f.oneof === undefined) {
         byName.set(f.jsonName, f);
         byName.set(f.name, f);
