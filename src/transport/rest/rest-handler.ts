@@ -139,7 +139,12 @@ function failed(call: Call, thrown: unknown): Outcome {
 
 function restHeaders(headers: readonly [string, string][] | null): Map<string, string[]> {
   const out = new Map<string, string[]>();
-  for (const [name, value] of headers ?? []) out.set(name, [...(out.get(name) ?? []), value]);
+  if (headers === null) return out;
+  for (const [name, value] of headers) {
+    const values = out.get(name);
+    if (values === undefined) out.set(name, [value]);
+    else values.push(value);
+  }
   return out;
 }
 
@@ -203,9 +208,18 @@ interface ResponseSink {
 function write(req: NodeRequest, res: ResponseSink, requestId: string, outcome: Outcome): void {
   if (res.headersSent || res.destroyed) return;
   res.statusCode = outcome.status;
-  for (const [name, values] of outcome.headers) res.setHeader(name, values.length === 1 ? (values[0] ?? "") : values);
+  // The request id is the call's own, where the pipeline's stage put it or else last: one setHeader for it.
+  let withId = false;
+  for (const [name, values] of outcome.headers) {
+    if (name === "x-request-id") {
+      res.setHeader(name, requestId);
+      withId = true;
+    } else {
+      res.setHeader(name, values.length === 1 ? (values[0] ?? "") : values);
+    }
+  }
   res.setHeader("content-type", "application/json");
-  res.setHeader("x-request-id", requestId);
+  if (!withId) res.setHeader("x-request-id", requestId);
   // An HTTP/1.1 body left unread (too large, or the route was not found) must not be parsed as the next request
   // on this connection; HTTP/2 streams need no such care.
   if (req.httpVersionMajor === 1 && !req.complete) res.setHeader("connection", "close");
