@@ -37,3 +37,13 @@ export function keyToProto(view: KeyView, now: number): CryptoKey {
     createdAt: timestampFromMs(key.createdAt),
   });
 }
+
+// Freezes a message and every message and list in it, so that it can be shared between calls: a handler that
+// answers with it cannot be changed by anything after it. Bytes are left as they are (a typed array with
+// elements cannot be frozen).
+export function freezeMessage<T extends object>(message: T): T {
+  for (const value of Object.values(message)) {
+    if (typeof value === "object" && value !== null && !ArrayBuffer.isView(value) && !Object.isFrozen(value)) freezeMessage(value);
+  }
+  return Object.freeze(message);
+}

@@ -1,7 +1,13 @@
 import { randomBytes } from "node:crypto";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { DomainError } from "../../src/errors/domain-error.js";
+import { create } from "@bufbuild/protobuf";
+import { CryptoKeyVersion_State, GetCryptoKeyRequestSchema } from "../../gen/kms/v1/kms_pb.js";
+import type { CryptoKey } from "../../gen/kms/v1/kms_pb.js";
+import { createCryptoHandlers } from "../../src/kms/crypto-handlers.js";
 import { KeyCache } from "../../src/kms/key-cache.js";
+import { createKmsService } from "../../src/kms/kms-service.js";
+import type { Call } from "../../src/pipeline/call.js";
 import { KeyManager } from "../../src/kms/key-manager.js";
 import { rewrapMasterKey } from "../../src/kms/master-key-rewrap.js";
 import { MasterKey } from "../../src/kms/master-key.js";
@@ -202,5 +208,31 @@ describe("KeyCache: key reads after each mutation", () => {
     expect((await misconfigured.getKey(key.id)).key.name).toBe("k");
     expect(await reason(() => misconfigured.encrypt(key.id, 1, Buffer.from("x"), NO_AAD))).toBe("fault");
     expect(misconfigured.getKey(key.id)).toBeInstanceOf(Promise);
+  });
+
+  it("GetCryptoKey shares one frozen message per key state, and a new one once the primary's destruction is due", async () => {
+    const service = createKmsService(manager, createCryptoHandlers(manager), clock, { minRotationMs: DAY });
+    const get = (keyId: string) => service.getCryptoKey(create(GetCryptoKeyRequestSchema, { keyId }), null as unknown as Call) as CryptoKey;
+    const { key } = await newKey();
+    const first = get(key.id);
+    expect(first).not.toBeInstanceOf(Promise);
+    expect(get(key.id)).toBe(first);
+    expect(Object.isFrozen(first) && Object.isFrozen(first.primary) && Object.isFrozen(first.createdAt)).toBe(true);
+    await manager.updateKey(key.id, { description: "changed" });
+    expect(get(key.id)).not.toBe(first);
+    expect(get(key.id).description).toBe("changed");
+
+    // The primary scheduled for destruction before the other version, so that the key outlives it.
+    await manager.createVersion(key.id, null);
+    await manager.destroyKey(key.id);
+    clock.advance(1);
+    await manager.transition(key.id, 2, "restore");
+    await manager.transition(key.id, 2, "destroy");
+    const scheduled = get(key.id);
+    expect(scheduled.primary?.state).toBe(CryptoKeyVersion_State.DESTROYED_SCHEDULED);
+    clock.advance(GRACE - 2);
+    expect(get(key.id)).toBe(scheduled);
+    clock.advance(1);
+    expect(get(key.id).primary?.state).toBe(CryptoKeyVersion_State.DESTROYED);
   });
 });
