@@ -98,7 +98,7 @@ function specialFieldsOf(desc: DescMessage): Set<DescField> {
   let fields = specialFields.get(desc);
   if (fields === undefined) {
     const anys = desc.fields.filter((f) => f.message !== undefined && reachesAny(f.message));
-    fields = new Set([...anys, ...bytesFieldsOf(desc).values()]);
+    fields = new Set([...anys, ...bytesFieldsOf(desc)]);
     specialFields.set(desc, fields);
     if (anys.length === 0) bytesOnly.set(desc, fields);
   }

@@ -34,22 +34,16 @@ export function encodeBase64(bytes: Uint8Array): string {
   return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("base64");
 }
 
-// A message's top-level singular bytes fields (outside oneofs), the ones handled here, by both names a JSON
-// request may use; none for a well-known type with a JSON form of its own (google.protobuf.BytesValue is a bare
-// string). Computed once per message type.
-const plainBytesFields = new WeakMap<DescMessage, ReadonlyMap<string, DescField>>();
+// A message's top-level singular bytes fields (outside oneofs), the ones handled here; none for a well-known type
+// with a JSON form of its own (google.protobuf.BytesValue is a bare string). Computed once per message type.
+const plainBytesFields = new WeakMap<DescMessage, readonly DescField[]>();
 
-export function bytesFieldsOf(desc: DescMessage): ReadonlyMap<string, DescField> {
+export function bytesFieldsOf(desc: DescMessage): readonly DescField[] {
   let fields = plainBytesFields.get(desc);
   if (fields === undefined) {
-    const byName = new Map<string, DescField>();
-    for (const f of hasCustomJsonRepresentation(desc) ? [] : desc.fields) {
-      if (f.fieldKind === "scalar" && f.scalar === ScalarType.BYTES && f.oneof === undefined) {
-        byName.set(f.jsonName, f);
-        byName.set(f.name, f);
-      }
-    }
-    fields = byName;
+    fields = hasCustomJsonRepresentation(desc)
+      ? []
+      : desc.fields.filter((f) => f.fieldKind === "scalar" && f.scalar === ScalarType.BYTES && f.oneof === undefined);
     plainBytesFields.set(desc, fields);
   }
   return fields;

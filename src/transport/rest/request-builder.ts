@@ -95,31 +95,27 @@ function readJson(desc: DescMessage, json: JsonObject): Message {
 }
 
 // fromJson, with the top-level bytes fields in plain base64 decoded natively (json-bytes.ts) and set after it:
-// the same message, or the same failure, as fromJson alone.
+// the same message, or the same failure, as fromJson alone. fromJson reads them as null (the field's default)
+// meanwhile, and the JSON is put back as it was for the error path.
 function readJsonDecodingBytes(desc: DescMessage, json: JsonObject): Message {
-  const bytesFields = bytesFieldsOf(desc);
-  if (bytesFields.size === 0) return fromJson(desc, json, { ignoreUnknownFields: false });
-  let rest: JsonObject | null = null;
-  let decoded: [DescField, Uint8Array][] | null = null;
-  for (const key of Object.keys(json)) {
-    const field = bytesFields.get(key);
-    const value = json[key];
-    const bytes = field !== undefined && typeof value === "string" ? decodePlainBase64(value) : undefined;
-    if (field === undefined || bytes === undefined) {
-      if (rest !== null) rest[key] = value ?? null;
-      continue;
-    }
-    if (rest === null) {
-      rest = {};
-      for (const before of Object.keys(json)) {
-        if (before === key) break;
-        rest[before] = json[before] ?? null;
-      }
-    }
-    (decoded ??= []).push([field, bytes]);
+  let decoded: { key: string; text: string; field: DescField; bytes: Uint8Array }[] | null = null;
+  for (const field of bytesFieldsOf(desc)) {
+    // One name at most: checkJsonFields refused a field given under both.
+    const key = json[field.jsonName] !== undefined ? field.jsonName : field.name;
+    const text = json[key];
+    const bytes = typeof text === "string" ? decodePlainBase64(text) : undefined;
+    if (bytes === undefined) continue;
+    (decoded ??= []).push({ key, text: text as string, field, bytes });
+    json[key] = null;
   }
-  const message = fromJson(desc, rest ?? json, { ignoreUnknownFields: false });
-  if (decoded !== null) for (const [field, bytes] of decoded) (message as unknown as Record<string, unknown>)[field.localName] = bytes;
+  if (decoded === null) return fromJson(desc, json, { ignoreUnknownFields: false });
+  let message: Message;
+  try {
+    message = fromJson(desc, json, { ignoreUnknownFields: false });
+  } finally {
+    for (const d of decoded) json[d.key] = d.text;
+  }
+  for (const d of decoded) (message as unknown as Record<string, unknown>)[d.field.localName] = d.bytes;
   return message;
 }
 
