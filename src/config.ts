@@ -22,7 +22,7 @@ const specs = {
   destroyGraceSeconds: { flag: "destroy-grace-seconds", env: "DESTROY_GRACE_SECONDS", description: "time between destroying a key version and erasing its material", default: String(30 * 24 * 3600) },
   minRotationSeconds: { flag: "min-rotation-seconds", env: "MIN_ROTATION_SECONDS", description: "shortest rotation period a key may have", default: String(24 * 3600) },
   sweepIntervalSeconds: { flag: "sweep-interval-seconds", env: "SWEEP_INTERVAL_SECONDS", description: "how often due destructions and rotations are carried out", default: "10" },
-  keyCacheSize: { flag: "key-cache-size", env: "KEY_CACHE_SIZE", description: "keys whose unwrapped material is kept in memory", default: "100000" },
+  keyCacheSize: { flag: "key-cache-size", env: "KEY_CACHE_SIZE", description: "keys kept in memory, with their unwrapped material and metadata", default: "100000" },
   shutdownTimeoutSeconds: { flag: "shutdown-timeout-seconds", env: "SHUTDOWN_TIMEOUT_SECONDS", description: "how long SIGTERM waits for in-flight calls", default: "30" },
   corsAllowedOrigins: { flag: "cors-allowed-origins", env: "CORS_ALLOWED_ORIGINS", description: "comma-separated browser origins (scheme://host:port) whose pages may call the API, e.g. the web console's; none by default, so no other site's page can use a browser's access", default: "" },
   vcdApiVersions: { flag: "vcd-api-versions", env: "VCD_API_VERSIONS", description: "comma-separated versions of the virtualization API (/api/...) that callers may name in Accept", default: "36.0,36.1,36.2,36.3,37.0,37.1,37.2,37.3,38.0,38.1" },

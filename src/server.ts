@@ -141,7 +141,7 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
     jsonOptions: { registry: computeJsonRegistry },
     readMaxBytes: MAX_REQUEST_BYTES,
     shutdownSignal: shutdown.signal,
-    fallback: (req, res) => void fallback(req, res),
+    fallback,
     logger,
   });
   const rest = createRestHandler({
@@ -154,19 +154,23 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
   const vcd = createVcdHandler({ table, supportedVersions: config.vcdApiVersions, logger });
 
   let accepting = true;
-  async function fallback(req: Req, res: Res): Promise<void> {
-    const path = (req.url ?? "/").split("?")[0];
-    if (req.method === "GET" && (path === "/healthz" || path === "/readyz")) {
-      const ok = path === "/healthz" || accepting;
-      res.writeHead(ok ? 200 : 503, { "content-type": "application/json" });
-      res.end(JSON.stringify({ status: ok ? "ok" : "shutting down" }));
+  // Not async: the REST handler catches whatever its call throws, so there is nothing left to await here.
+  function fallback(req: Req, res: Res): void {
+    if (req.method === "GET") {
+      const path = (req.url ?? "/").split("?")[0];
+      if (path === "/healthz" || path === "/readyz") {
+        const ok = path === "/healthz" || accepting;
+        res.writeHead(ok ? 200 : 503, { "content-type": "application/json" });
+        res.end(JSON.stringify({ status: ok ? "ok" : "shutting down" }));
+        return;
+      }
+    }
+    const url = req.url ?? "/";
+    if (url === "/api" || url.startsWith("/api/") || url.startsWith("/api?")) {
+      void vcd(req, res);
       return;
     }
-    if (path !== undefined && (path === "/api" || path.startsWith("/api/"))) {
-      await vcd(req, res);
-      return;
-    }
-    await rest(req, res);
+    void rest(req, res);
   }
 
   let inFlight = 0;

@@ -4,11 +4,10 @@ import type { Clock } from "../shared/clock.js";
 import type { KeyMutation, KeyPage, KmsStore } from "../storage/kms-store.js";
 import { ciphertextVersion, open, seal } from "./ciphertext.js";
 import type { VersionKey } from "./ciphertext.js";
-import { cachedState } from "./key-cache.js";
 import type { CachedKey, KeyCache } from "./key-cache.js";
 import type { MasterKey } from "./master-key.js";
 import { computeGoneAt, effectiveState, isGone, keyLengthBytes, mergeVersions } from "./model.js";
-import type { Algorithm, CryptoKeyRecord, CryptoKeyVersionRecord, KeyAggregate } from "./model.js";
+import type { Algorithm, CryptoKeyRecord, CryptoKeyVersionRecord, KeyAggregate, VersionInfo } from "./model.js";
 import { applyTransition } from "./state-machine.js";
 import type { Transition } from "./state-machine.js";
 
@@ -37,8 +36,8 @@ export interface KeyChanges {
 }
 
 export interface KeyView {
-  key: CryptoKeyRecord;
-  primary: CryptoKeyVersionRecord | null;
+  readonly key: Readonly<CryptoKeyRecord>;
+  readonly primary: VersionInfo | null;
 }
 
 // One fixed text for every decryption failure, so the answer tells an attacker nothing.
@@ -74,11 +73,6 @@ function notEnabled(keyId: string, versionId: number, state: string): DomainErro
     `keys/${keyId}/versions/${versionId}`,
     `key version ${versionId} of key ${keyId} is not enabled, current state is: ${state}`,
   );
-}
-
-function viewOf(aggregate: KeyAggregate): KeyView {
-  const primary = aggregate.versions.find((v) => v.id === aggregate.key.primaryVersionId) ?? null;
-  return { key: aggregate.key, primary };
 }
 
 // The key management domain: every rule of CONTRACT section 5 lives here, in terms of plain records.
@@ -120,8 +114,8 @@ export class KeyManager {
       return { ...mutation, result: { result: mutation.result, entry } };
     });
     if (outcome === null) return null;
-    this.cache.install(outcome.result.entry);
-    return { aggregate: outcome.aggregate, result: outcome.result.result };
+    const entry = this.cache.install(outcome.result.entry);
+    return { entry, result: outcome.result.result };
   }
 
   // Runs a decision on a live key.
@@ -133,12 +127,6 @@ export class KeyManager {
     });
     if (outcome === null) throw keyNotFound(keyId);
     return outcome;
-  }
-
-  private async live(keyId: string): Promise<KeyAggregate> {
-    const aggregate = await this.store.getKey(keyId);
-    if (aggregate === null || isGone(aggregate.key, this.clock.now())) throw keyNotFound(keyId);
-    return aggregate;
   }
 
   async createKey(input: NewKey): Promise<KeyView> {
@@ -164,12 +152,13 @@ export class KeyManager {
     // Built before the write and installed after it, as in commit().
     const entry = this.cache.build(aggregate);
     await this.store.createKey(aggregate, now);
-    this.cache.install(entry);
-    return viewOf(aggregate);
+    return this.cache.install(entry).view;
   }
 
-  async getKey(keyId: string): Promise<KeyView> {
-    return viewOf(await this.live(keyId));
+  // Key reads answer from the cache, as Encrypt does: synchronously on a hit.
+  getKey(keyId: string): KeyView | Promise<KeyView> {
+    const entry = this.cached(keyId, true);
+    return entry instanceof Promise ? entry.then((e) => e.view) : entry.view;
   }
 
   listKeys(parentId: string, page: KeyPage): Promise<KeyView[]> {
@@ -177,7 +166,7 @@ export class KeyManager {
   }
 
   async updateKey(keyId: string, changes: KeyChanges): Promise<KeyView> {
-    const { aggregate } = await this.mutate(keyId, (current, now) => {
+    const { entry } = await this.mutate(keyId, (current, now) => {
       const key = { ...current.key, ...changes };
       if (changes.rotationPeriodMs === null) {
         key.nextRotationAt = null;
@@ -194,7 +183,7 @@ export class KeyManager {
       }
       return { key, versions: [], result: undefined };
     });
-    return viewOf(aggregate);
+    return entry.view;
   }
 
   async destroyKey(keyId: string): Promise<void> {
@@ -207,9 +196,11 @@ export class KeyManager {
     });
   }
 
-  async listVersions(keyId: string, page: KeyPage): Promise<CryptoKeyVersionRecord[]> {
-    await this.live(keyId);
-    return this.store.listVersions(keyId, page);
+  // In id order, as the store pages them.
+  listVersions(keyId: string, page: KeyPage): readonly VersionInfo[] | Promise<readonly VersionInfo[]> {
+    const entry = this.cached(keyId, true);
+    const slice = (e: CachedKey) => e.infos.slice(page.offset, page.offset + page.limit);
+    return entry instanceof Promise ? entry.then(slice) : slice(entry);
   }
 
   async createVersion(keyId: string, algorithm: Algorithm | null): Promise<CryptoKeyVersionRecord> {
@@ -222,11 +213,14 @@ export class KeyManager {
     return result;
   }
 
-  async getVersion(keyId: string, versionId: number): Promise<CryptoKeyVersionRecord> {
-    const aggregate = await this.live(keyId);
-    const version = aggregate.versions.find((v) => v.id === versionId);
-    if (version === undefined) throw versionNotFound(keyId, versionId);
-    return version;
+  getVersion(keyId: string, versionId: number): VersionInfo | Promise<VersionInfo> {
+    const entry = this.cached(keyId, true);
+    const find = (e: CachedKey) => {
+      const version = e.versions.get(versionId);
+      if (version === undefined) throw versionNotFound(keyId, versionId);
+      return version.info;
+    };
+    return entry instanceof Promise ? entry.then(find) : find(entry);
   }
 
   async transition(keyId: string, versionId: number, transition: Transition): Promise<CryptoKeyVersionRecord> {
@@ -249,29 +243,38 @@ export class KeyManager {
   }
 
   async setPrimary(keyId: string, versionId: number): Promise<KeyView> {
-    const { aggregate } = await this.mutate(keyId, (current, now) => {
+    const { entry } = await this.mutate(keyId, (current, now) => {
       const version = current.versions.find((v) => v.id === versionId);
       if (version === undefined) throw versionNotFound(keyId, versionId);
       const state = effectiveState(version, now);
       if (state !== "ENABLED") throw notEnabled(keyId, versionId, state);
       return { key: { ...current.key, primaryVersionId: versionId }, versions: [], result: undefined };
     });
-    return viewOf(aggregate);
+    return entry.view;
   }
 
-  // The hot path: a cache hit returns synchronously and touches no disk.
-  private cached(keyId: string): CachedKey | Promise<CachedKey> {
+  // The hot path: a cache hit returns synchronously and touches no disk. `metadataOnly`: for reads that need no
+  // material, so that a key whose material does not unwrap (rows altered behind the server's back) is still
+  // described, from an entry that is not installed.
+  private cached(keyId: string, metadataOnly = false): CachedKey | Promise<CachedKey> {
     const hit = this.cache.get(keyId);
-    const entry = hit ?? this.load(keyId);
-    if (entry instanceof Promise) return entry;
-    if (entry.goneAt !== null && entry.goneAt <= this.clock.now()) throw keyNotFound(keyId);
-    return entry;
+    if (hit === undefined) return this.load(keyId, metadataOnly);
+    if (hit.goneAt !== null && hit.goneAt <= this.clock.now()) throw keyNotFound(keyId);
+    return hit;
   }
 
-  private async load(keyId: string): Promise<CachedKey> {
+  private async load(keyId: string, metadataOnly: boolean): Promise<CachedKey> {
+    const generation = this.cache.generation;
     const aggregate = await this.store.getKey(keyId);
     if (aggregate === null || isGone(aggregate.key, this.clock.now())) throw keyNotFound(keyId);
-    return this.cache.install(this.cache.build(aggregate));
+    let entry: CachedKey;
+    try {
+      entry = this.cache.build(aggregate);
+    } catch (err) {
+      if (metadataOnly) return this.cache.build(aggregate, false);
+      throw err;
+    }
+    return this.cache.installLoaded(entry, generation);
   }
 
   // The namespace of a live key, for the access check; null when no live key has the id. A cache hit answers
@@ -307,7 +310,7 @@ export class KeyManager {
   private enabledKey(entry: CachedKey, versionId: number): VersionKey {
     const version = entry.versions.get(versionId);
     if (version === undefined) throw versionNotFound(entry.id, versionId);
-    if (version.key === null) throw notEnabled(entry.id, versionId, cachedState(version, this.clock.now()));
+    if (version.key === null) throw notEnabled(entry.id, versionId, effectiveState(version.info, this.clock.now()));
     return version.key;
   }
 
@@ -322,7 +325,7 @@ export class KeyManager {
     const version = versionId === null ? undefined : entry.versions.get(versionId);
     // A ciphertext naming a version this key never had is as invalid as a tampered one: same answer.
     if (versionId === null || version === undefined) throw invalidCiphertext();
-    if (version.key === null) throw notEnabled(entry.id, versionId, cachedState(version, this.clock.now()));
+    if (version.key === null) throw notEnabled(entry.id, versionId, effectiveState(version.info, this.clock.now()));
     const plaintext = open(version.key, ciphertext, aad);
     if (plaintext === null) throw invalidCiphertext();
     return { versionId, plaintext };

@@ -1,9 +1,10 @@
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import type { ServiceHandlers } from "../pipeline/handlers.js";
-import type { KeyManagerService } from "../../gen/kms/v1/kms_pb.js";
+import type { CryptoKey, KeyManagerService } from "../../gen/kms/v1/kms_pb.js";
+import { MAX_ID_CHARS } from "../errors/violation-list.js";
 import type { Clock } from "../shared/clock.js";
 import type { CryptoHandlers } from "./crypto-handlers.js";
-import type { KeyChanges, KeyManager } from "./key-manager.js";
+import type { KeyChanges, KeyManager, KeyView } from "./key-manager.js";
 import {
   Violations,
   algorithmOf,
@@ -17,10 +18,31 @@ import {
   pageOf,
   rotationPeriodOf,
 } from "./request-validation.js";
-import { keyToProto, versionToProto } from "./to-proto.js";
+import { freezeMessage, keyToProto, versionToProto } from "./to-proto.js";
 
 export interface KmsServiceSettings {
   minRotationMs: number;
+}
+
+interface KeyMessage {
+  message: CryptoKey;
+  // Until when the message shows the key as it is: its primary's state is as of `now`, and a scheduled destruction
+  // turns into DESTROYED at its time.
+  validUntil: number;
+}
+
+// The CryptoKey message of each cached key view, built once and frozen (so that every call may share it, and the
+// gRPC adapter encodes it once). A mutation installs a new view, which gets a message of its own.
+const keyMessages = new WeakMap<KeyView, KeyMessage>();
+
+function keyMessage(view: KeyView, now: number): CryptoKey {
+  const known = keyMessages.get(view);
+  if (known !== undefined && now < known.validUntil) return known.message;
+  const { primary } = view;
+  const scheduled = primary !== null && primary.state === "DESTROYED_SCHEDULED" && primary.destroyAt !== null && primary.destroyAt > now;
+  const message = freezeMessage(keyToProto(view, now));
+  keyMessages.set(view, { message, validUntil: scheduled ? primary.destroyAt! : Number.POSITIVE_INFINITY });
+  return message;
 }
 
 // The transport side of key management: checks the fields of each request, calls the KeyManager, and turns
@@ -110,11 +132,16 @@ export function createKmsService(
       return keyToProto(view, clock.now());
     },
 
-    async getCryptoKey(req) {
-      const v = new Violations();
-      checkKeyId(v, "keyId", req.keyId);
-      v.throwIfAny();
-      return keyToProto(await manager.getKey(req.keyId), clock.now());
+    // Synchronous on a cache hit, like Encrypt: no promise, so no deadline timer either; and the same message
+    // for as long as the key does not change (keyMessage).
+    getCryptoKey(req) {
+      if (req.keyId === "" || req.keyId.length > MAX_ID_CHARS) {
+        const v = new Violations();
+        checkKeyId(v, "keyId", req.keyId);
+        v.throwIfAny();
+      }
+      const view = manager.getKey(req.keyId);
+      return view instanceof Promise ? view.then((k) => keyMessage(k, clock.now())) : keyMessage(view, clock.now());
     },
 
     async destroyCryptoKey(req) {
@@ -143,9 +170,10 @@ export function createKmsService(
       return versionToProto(await manager.createVersion(req.keyId, algorithm), clock.now());
     },
 
-    async getCryptoKeyVersion(req) {
+    getCryptoKeyVersion(req) {
       versionTarget(req);
-      return versionToProto(await manager.getVersion(req.keyId, req.keyVersionId), clock.now());
+      const version = manager.getVersion(req.keyId, req.keyVersionId);
+      return version instanceof Promise ? version.then((r) => versionToProto(r, clock.now())) : versionToProto(version, clock.now());
     },
 
     async destroyCryptoKeyVersion(req) {

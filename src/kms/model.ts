@@ -38,13 +38,16 @@ export interface CryptoKeyVersionRecord {
   wrappedMaterial: Uint8Array | null;
 }
 
+// A version as reads report it: everything but its material.
+export type VersionInfo = Readonly<Omit<CryptoKeyVersionRecord, "wrappedMaterial">>;
+
 export interface KeyAggregate {
   key: CryptoKeyRecord;
   versions: CryptoKeyVersionRecord[];
 }
 
 // A version whose destroyAt has passed is destroyed at once, even if the sweeper has not erased it yet.
-export function effectiveState(version: CryptoKeyVersionRecord, now: number): VersionState {
+export function effectiveState(version: Pick<CryptoKeyVersionRecord, "state" | "destroyAt">, now: number): VersionState {
   if (version.state === "DESTROYED_SCHEDULED" && version.destroyAt !== null && version.destroyAt <= now) {
     return "DESTROYED";
   }

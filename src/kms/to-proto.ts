@@ -4,14 +4,14 @@ import { DurationSchema, timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { CryptoKeySchema, CryptoKeyVersion_Algorithm, CryptoKeyVersion_State, CryptoKeyVersionSchema } from "../../gen/kms/v1/kms_pb.js";
 import type { CryptoKey, CryptoKeyVersion } from "../../gen/kms/v1/kms_pb.js";
 import { effectiveState } from "./model.js";
-import type { CryptoKeyVersionRecord } from "./model.js";
+import type { VersionInfo } from "./model.js";
 import type { KeyView } from "./key-manager.js";
 
 function durationFromMs(ms: number): Duration {
   return create(DurationSchema, { seconds: BigInt(Math.floor(ms / 1000)), nanos: (ms % 1000) * 1_000_000 });
 }
 
-export function versionToProto(v: CryptoKeyVersionRecord, now: number): CryptoKeyVersion {
+export function versionToProto(v: VersionInfo, now: number): CryptoKeyVersion {
   return create(CryptoKeyVersionSchema, {
     id: v.id,
     keyId: v.keyId,
@@ -36,4 +36,14 @@ export function keyToProto(view: KeyView, now: number): CryptoKey {
     defaultAlgorithm: CryptoKeyVersion_Algorithm[key.defaultAlgorithm],
     createdAt: timestampFromMs(key.createdAt),
   });
+}
+
+// Freezes a message and every message and list in it, so that it can be shared between calls: a handler that
+// answers with it cannot be changed by anything after it. Bytes are left as they are (a typed array with
+// elements cannot be frozen).
+export function freezeMessage<T extends object>(message: T): T {
+  for (const value of Object.values(message)) {
+    if (typeof value === "object" && value !== null && !ArrayBuffer.isView(value) && !Object.isFrozen(value)) freezeMessage(value);
+  }
+  return Object.freeze(message);
 }

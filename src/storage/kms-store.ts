@@ -21,7 +21,6 @@ export interface KmsStore {
   getKey(keyId: string): Promise<KeyAggregate | null>;
   // Keys of a namespace that are not gone at `now`, ordered by createdAt then id, with their primary version.
   listKeys(parentId: string, now: number, page: KeyPage): Promise<{ key: CryptoKeyRecord; primary: CryptoKeyVersionRecord | null }[]>;
-  listVersions(keyId: string, page: KeyPage): Promise<CryptoKeyVersionRecord[]>;
   // Runs `decide` on the current state of the key inside one transaction and stores its outcome. Returns null
   // when the key does not exist. `decide` may throw a domain error, which aborts the transaction.
   mutateKey<T>(keyId: string, now: number, decide: (current: KeyAggregate) => KeyMutation<T>): Promise<{ aggregate: KeyAggregate; result: T } | null>;

@@ -143,7 +143,6 @@ export class SqliteKmsStore implements KmsStore, MasterKeyStore {
         `SELECT * FROM kms_keys WHERE parent_id = ? AND (gone_at IS NULL OR gone_at > ?)
          ORDER BY created_at, id LIMIT ? OFFSET ?`,
       ),
-      listVersions: db.prepare("SELECT * FROM kms_versions WHERE key_id = ? ORDER BY id LIMIT ? OFFSET ?"),
       dueDestruction: db.prepare(
         `SELECT DISTINCT key_id FROM kms_versions WHERE wrapped_material IS NOT NULL AND destroy_at IS NOT NULL
            AND destroy_at <= ? LIMIT ?`,
@@ -210,10 +209,6 @@ export class SqliteKmsStore implements KmsStore, MasterKeyStore {
         key.primaryVersionId === null ? undefined : (this.stmt.getVersion.get(key.id, key.primaryVersionId) as VersionRow | undefined);
       return { key, primary: primaryRow === undefined ? null : versionFromRow(primaryRow) };
     });
-  }
-
-  async listVersions(keyId: string, page: KeyPage): Promise<CryptoKeyVersionRecord[]> {
-    return (this.stmt.listVersions.all(keyId, page.limit, page.offset) as VersionRow[]).map(versionFromRow);
   }
 
   async mutateKey<T>(keyId: string, now: number, decide: (current: KeyAggregate) => KeyMutation<T>) {

@@ -42,7 +42,9 @@ export function createConnectAdapter(options: ConnectAdapterOptions): ConnectAda
   const byPath = new Map(handlers.map((h) => [h.requestPath, h]));
 
   function handle(req: NodeRequest, res: NodeResponse): void {
-    const handler = byPath.get((req.url ?? "").split("?", 1)[0] ?? "");
+    const url = req.url ?? "";
+    const q = url.indexOf("?");
+    const handler = byPath.get(q < 0 ? url : url.slice(0, q));
     if (handler === undefined) {
       fallback(req, res);
       return;

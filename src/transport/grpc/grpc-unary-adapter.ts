@@ -19,7 +19,21 @@ export type ResponseEncoder = (response: unknown) => Buffer;
 
 const ENVELOPE_BYTES = 5;
 
+// A frozen response message (GetCryptoKey's, shared by its calls until the key changes) cannot change: its frame
+// is encoded once, and written as it is by every call that answers with it.
+const frozenFrames = new WeakMap<object, Buffer>();
+
 function encodeFrame(entry: MethodEntry, response: unknown): Buffer {
+  if (typeof response !== "object" || response === null || !Object.isFrozen(response)) return encodeMessage(entry, response);
+  let frame = frozenFrames.get(response);
+  if (frame === undefined) {
+    frame = encodeMessage(entry, response);
+    frozenFrames.set(response, frame);
+  }
+  return frame;
+}
+
+function encodeMessage(entry: MethodEntry, response: unknown): Buffer {
   const output = entry.method.output;
   const message = toBinary(output, create(output, response as never));
   const frame = Buffer.allocUnsafe(ENVELOPE_BYTES + message.length);

@@ -2,12 +2,14 @@ import { create, toJson } from "@bufbuild/protobuf";
 import type { DescField, DescMessage, JsonObject, JsonValue, Message } from "@bufbuild/protobuf";
 import { isReflectList, isReflectMap, reflect } from "@bufbuild/protobuf/reflect";
 import type { ReflectMessage } from "@bufbuild/protobuf/reflect";
-import { base64Encode } from "@bufbuild/protobuf/wire";
 import type { Any } from "@bufbuild/protobuf/wkt";
+import { FeatureSet_FieldPresence } from "@bufbuild/protobuf/wkt";
+import { bytesFieldsOf, encodeBase64 } from "./json-bytes.js";
 
 // On the REST surface every google.protobuf.Any is written as {"typeUrl", "value"} with the packed bytes in
 // standard base64 (CONTRACT section 3), not as canonical proto-JSON's {"@type", ...fields}, which also would need
-// every packed type in a registry. Everything else is canonical proto3 JSON from toJson.
+// every packed type in a registry. Everything else is canonical proto3 JSON from toJson, but for top-level bytes
+// fields, which are written here with Node's base64 (json-bytes.ts), to the same text.
 
 const ANY = "google.protobuf.Any";
 
@@ -15,16 +17,17 @@ export function anyToRestJson(any: Pick<Any, "typeUrl" | "value">): JsonObject {
   // Fields at their default are omitted, as for any other message.
   const json: JsonObject = {};
   if (any.typeUrl !== "") json["typeUrl"] = any.typeUrl;
-  if (any.value.length > 0) json["value"] = base64Encode(any.value, "std");
+  if (any.value.length > 0) json["value"] = encodeBase64(any.value);
   return json;
 }
 
 export function toRestJson(desc: DescMessage, message: Message): JsonValue {
   if (desc.typeName === ANY) return anyToRestJson(message as Any);
-  const special = fieldsReachingAny(desc);
+  const special = specialFieldsOf(desc);
   if (special.size === 0) return toJson(desc, message);
-  // toJson renders a copy without the fields that lead to an Any; those are rendered here, recursively, and
-  // merged back in declaration order, the order toJson uses.
+  if (special === bytesOnly.get(desc) && Object.getPrototypeOf(message) === Object.prototype) return withBytes(desc, message, special);
+  // toJson renders a copy without the fields that lead to an Any and the bytes fields; those are rendered here
+  // (recursively for an Any) and merged back in declaration order, the order toJson uses.
   const source = reflect(desc, message);
   const copy = reflect(desc, create(desc));
   for (const field of desc.fields) {
@@ -43,9 +46,33 @@ export function toRestJson(desc: DescMessage, message: Message): JsonValue {
   return json;
 }
 
-// A special field always holds messages: one, a list of them, or a map to them.
+// The same for a message whose only special fields are bytes and that is a plain object (proto3: no defaults on
+// a prototype), without the reflection API: toJson renders a shallow copy with those fields at their zero value.
+// The path of every Encrypt and Decrypt response.
+function withBytes(desc: DescMessage, message: Message, special: Set<DescField>): JsonObject {
+  const source = message as unknown as Record<string, unknown>;
+  const copy: Record<string, unknown> = { ...source };
+  for (const field of special) copy[field.localName] = field.presence === IMPLICIT ? NO_BYTES : undefined;
+  const plain = toJson(desc, copy as unknown as Message) as JsonObject;
+  const json: JsonObject = {};
+  for (const field of desc.fields) {
+    if (special.has(field)) {
+      const value = source[field.localName] as Uint8Array | undefined;
+      // Set as the reflection API says (unsafeIsSet): present if not empty, or, with explicit presence, if given.
+      const set = field.presence === IMPLICIT ? value !== undefined && value.length > 0 : value !== undefined && Object.hasOwn(source, field.localName);
+      if (set) json[field.jsonName] = encodeBase64(value!);
+    } else {
+      const value = plain[field.jsonName];
+      if (value !== undefined) json[field.jsonName] = value;
+    }
+  }
+  return json;
+}
+
+// A special field holds bytes, or messages: one, a list of them, or a map to them.
 function fieldToRestJson(field: DescField, source: ReflectMessage): JsonValue {
   const value = source.get(field);
+  if (field.fieldKind === "scalar") return encodeBase64(value as Uint8Array);
   const render = (item: unknown): JsonValue => {
     const msg = item as ReflectMessage;
     return toRestJson(msg.desc, msg.message);
@@ -59,14 +86,21 @@ function fieldToRestJson(field: DescField, source: ReflectMessage): JsonValue {
   return render(value);
 }
 
-const reachingAny = new WeakMap<DescMessage, Set<DescField>>();
+const specialFields = new WeakMap<DescMessage, Set<DescField>>();
+// The sets of specialFields that hold bytes fields only.
+const bytesOnly = new WeakMap<DescMessage, Set<DescField>>();
+const IMPLICIT = FeatureSet_FieldPresence.IMPLICIT;
+const NO_BYTES = new Uint8Array(0);
 
-// The fields of a message whose type is, or transitively contains, an Any. Computed once per message type.
-function fieldsReachingAny(desc: DescMessage): Set<DescField> {
-  let fields = reachingAny.get(desc);
+// The fields of a message rendered here: those whose type is, or transitively contains, an Any, and its plain
+// bytes fields. Computed once per message type.
+function specialFieldsOf(desc: DescMessage): Set<DescField> {
+  let fields = specialFields.get(desc);
   if (fields === undefined) {
-    fields = new Set(desc.fields.filter((f) => f.message !== undefined && reachesAny(f.message)));
-    reachingAny.set(desc, fields);
+    const anys = desc.fields.filter((f) => f.message !== undefined && reachesAny(f.message));
+    fields = new Set([...anys, ...bytesFieldsOf(desc)]);
+    specialFields.set(desc, fields);
+    if (anys.length === 0) bytesOnly.set(desc, fields);
   }
   return fields;
 }

@@ -5,6 +5,7 @@ import type { ReflectMessage } from "@bufbuild/protobuf/reflect";
 import { textToJson } from "./field-path.js";
 import type { FieldChain } from "./field-path.js";
 import { describeExpected } from "./field-description.js";
+import { bytesFieldsOf, decodePlainBase64 } from "./json-bytes.js";
 import { checkJsonFields, findInvalidValue, isJsonObject } from "./json-check.js";
 import { queryToJson } from "./query-params.js";
 import { badRequest } from "./rest-errors.js";
@@ -13,7 +14,8 @@ import type { RestRoute } from "./route-table.js";
 export interface RequestParts {
   route: RestRoute;
   pathValues: readonly string[];
-  query: URLSearchParams;
+  // Null when the URL has no query string.
+  query: URLSearchParams | null;
   body: Uint8Array;
   contentType: string | undefined;
   contentEncoding: string | undefined;
@@ -28,7 +30,7 @@ export function buildRequestMessage(req: RequestParts): Message {
   const { route } = req;
   const desc = route.method.input;
   const json = bodyToJson(req);
-  Object.assign(json, queryToJson(route, req.query));
+  if (req.query !== null) Object.assign(json, queryToJson(route, req.query));
   checkJsonFields(desc, json, "");
   const message = readJson(desc, json);
   route.pathFields.forEach((chain, i) => setPathValue(message, desc, chain, req.pathValues[i] ?? ""));
@@ -88,18 +90,44 @@ function parseBody(req: RequestParts): JsonValue | undefined {
 }
 
 function isJsonContentType(contentType: string | undefined): boolean {
+  if (contentType === "application/json") return true;
   return contentType?.split(";", 1)[0]?.trim().toLowerCase() === "application/json";
 }
 
 function readJson(desc: DescMessage, json: JsonObject): Message {
   try {
-    return fromJson(desc, json, { ignoreUnknownFields: false });
+    return readJsonDecodingBytes(desc, json);
   } catch {
     const bad = findInvalidValue(desc, json, "");
     if (bad === undefined) throw badRequest("REQUEST_INVALID", "", `the request does not fit ${desc.typeName}`);
     const expected = describeExpected(bad.field, bad.path.endsWith("]"));
     throw badRequest("REQUEST_INVALID", bad.path, `invalid value; ${expected}`);
   }
+}
+
+// fromJson, with the top-level bytes fields in plain base64 decoded natively (json-bytes.ts) and set after it:
+// the same message, or the same failure, as fromJson alone. fromJson reads them as null (the field's default)
+// meanwhile, and the JSON is put back as it was for the error path.
+function readJsonDecodingBytes(desc: DescMessage, json: JsonObject): Message {
+  let decoded: { key: string; text: string; field: DescField; bytes: Uint8Array }[] | null = null;
+  for (const field of bytesFieldsOf(desc)) {
+    // One name at most: checkJsonFields refused a field given under both.
+    const key = json[field.jsonName] !== undefined ? field.jsonName : field.name;
+    const text = json[key];
+    const bytes = typeof text === "string" ? decodePlainBase64(text) : undefined;
+    if (bytes === undefined) continue;
+    (decoded ??= []).push({ key, text: text as string, field, bytes });
+    json[key] = null;
+  }
+  if (decoded === null) return fromJson(desc, json, { ignoreUnknownFields: false });
+  let message: Message;
+  try {
+    message = fromJson(desc, json, { ignoreUnknownFields: false });
+  } finally {
+    for (const d of decoded) json[d.key] = d.text;
+  }
+  for (const d of decoded) (message as unknown as Record<string, unknown>)[d.field.localName] = d.bytes;
+  return message;
 }
 
 function setPathValue(message: Message, desc: DescMessage, chain: FieldChain, text: string): void {

@@ -34,6 +34,10 @@ export type RouteLookup =
 // included) once at start-up. Invalid annotations are programming errors and fail start-up.
 export class RouteTable {
   readonly routes: readonly RestRoute[];
+  // What lookup() answers for each template without variables requested exactly as written (by path, then HTTP
+  // method), computed by the walk itself at start-up: the path of most calls (POST /v1/encrypt) is then found
+  // without splitting, decoding and trying every template in turn.
+  readonly #exact = new Map<string, Map<string, RouteLookup>>();
 
   constructor(table: MethodTable) {
     const routes: RestRoute[] = [];
@@ -56,10 +60,29 @@ export class RouteTable {
     }
     // Stable sort: among equally specific templates the order of declaration decides.
     this.routes = routes.sort((a, b) => compareSpecificity(a.template, b.template));
+    for (const route of this.routes) {
+      const path = route.template.source;
+      if (route.template.variables.length > 0) continue;
+      let found: RouteLookup;
+      try {
+        found = this.#walk(route.httpMethod, path);
+      } catch {
+        continue;
+      }
+      if (found.kind !== "found" || found.route !== route) continue;
+      Object.freeze(found.pathValues);
+      const byMethod = this.#exact.get(path) ?? new Map<string, RouteLookup>();
+      byMethod.set(route.httpMethod, Object.freeze(found));
+      this.#exact.set(path, byMethod);
+    }
   }
 
   // Throws INVALID_ARGUMENT for a path with a malformed percent escape.
   lookup(httpMethod: string, path: string): RouteLookup {
+    return this.#exact.get(path)?.get(httpMethod) ?? this.#walk(httpMethod, path);
+  }
+
+  #walk(httpMethod: string, path: string): RouteLookup {
     const split = parseRequestPath(path);
     const allow = new Set<string>();
     let entry: MethodEntry | undefined;

@@ -1,0 +1,238 @@
+import { randomBytes } from "node:crypto";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { DomainError } from "../../src/errors/domain-error.js";
+import { create } from "@bufbuild/protobuf";
+import { CryptoKeyVersion_State, GetCryptoKeyRequestSchema } from "../../gen/kms/v1/kms_pb.js";
+import type { CryptoKey } from "../../gen/kms/v1/kms_pb.js";
+import { createCryptoHandlers } from "../../src/kms/crypto-handlers.js";
+import { KeyCache } from "../../src/kms/key-cache.js";
+import { createKmsService } from "../../src/kms/kms-service.js";
+import type { Call } from "../../src/pipeline/call.js";
+import { KeyManager } from "../../src/kms/key-manager.js";
+import { rewrapMasterKey } from "../../src/kms/master-key-rewrap.js";
+import { MasterKey } from "../../src/kms/master-key.js";
+import type { KeyAggregate } from "../../src/kms/model.js";
+import { openDatabase } from "../../src/storage/sqlite/database.js";
+import { SqliteKmsStore } from "../../src/storage/sqlite/sqlite-kms-store.js";
+import { FakeClock } from "../support/fake-clock.js";
+import { tempDir } from "../support/temp-dir.js";
+
+// Key reads (GetCryptoKey, GetCryptoKeyVersion, ListCryptoKeyVersions) answer from the KeyCache. After every kind
+// of mutation this process makes, a read must see exactly what a new process reading the store would see, and
+// must not touch the store.
+
+const DAY = 24 * 3600 * 1000;
+const GRACE = 7 * DAY;
+const NO_AAD = new Uint8Array();
+const ALL = { limit: 1000, offset: 0 };
+
+// Counts key reads, and can hold one back after it has read, as a slower store would.
+class CountingStore extends SqliteKmsStore {
+  reads = 0;
+  hold: Promise<void> | null = null;
+
+  override async getKey(keyId: string): Promise<KeyAggregate | null> {
+    this.reads++;
+    const aggregate = await super.getKey(keyId);
+    if (this.hold !== null) await this.hold;
+    return aggregate;
+  }
+}
+
+function reason(fn: () => unknown): Promise<string> {
+  return Promise.resolve()
+    .then(fn)
+    .then(
+      () => "no error",
+      (e: unknown) => (e instanceof DomainError ? e.detail.reason : "fault"),
+    );
+}
+
+describe("KeyCache: key reads after each mutation", () => {
+  let dir: ReturnType<typeof tempDir>;
+  let store: CountingStore;
+  let clock: FakeClock;
+  let master: MasterKey;
+  let manager: KeyManager;
+
+  const managerWith = (key: MasterKey) => new KeyManager(store, new KeyCache(key, 1000), key, clock, { destroyGraceMs: GRACE });
+
+  // Everything the reads answer about a key, taken synchronously: a promise here would mean a trip to the store.
+  function cachedReads(m: KeyManager, keyId: string) {
+    const view = m.getKey(keyId);
+    const versions = m.listVersions(keyId, ALL);
+    if (view instanceof Promise || versions instanceof Promise) throw new Error("answered from the store, not from the cache");
+    const each = versions.map((v) => {
+      const version = m.getVersion(keyId, v.id);
+      if (version instanceof Promise) throw new Error("answered from the store, not from the cache");
+      return version;
+    });
+    return { view, versions, each };
+  }
+
+  // The same reads by a manager with an empty cache, as a process started now would answer them from the store.
+  async function storedReads(keyId: string) {
+    const fresh = managerWith(master);
+    const versions = await fresh.listVersions(keyId, ALL);
+    return { view: await fresh.getKey(keyId), versions, each: await Promise.all(versions.map((v) => fresh.getVersion(keyId, v.id))) };
+  }
+
+  // Reads after a mutation: from memory, and the same as from the store.
+  async function readsAfter(keyId: string) {
+    const before = store.reads;
+    const reads = cachedReads(manager, keyId);
+    expect(store.reads).toBe(before);
+    expect(reads).toEqual(await storedReads(keyId));
+    return reads;
+  }
+
+  const newKey = (rotationPeriodMs: number | null = null) =>
+    manager.createKey({ parentId: "ns", name: "k", description: "d", labels: ["a=1"], rotationPeriodMs, defaultAlgorithm: "AES_256", owner: "alice" });
+
+  beforeEach(() => {
+    dir = tempDir();
+    store = new CountingStore(openDatabase(dir.path));
+    clock = new FakeClock();
+    master = new MasterKey(randomBytes(32));
+    manager = managerWith(master);
+  });
+
+  afterEach(async () => {
+    await store.close();
+    dir.remove();
+  });
+
+  it("after creation", async () => {
+    const created = await newKey();
+    const { view, versions } = await readsAfter(created.key.id);
+    expect(view).toEqual(created);
+    expect(view.primary).not.toHaveProperty("wrappedMaterial");
+    expect(versions.map((v) => [v.id, v.state])).toEqual([[1, "ENABLED"]]);
+  });
+
+  it("after an update of each field", async () => {
+    const { key } = await newKey();
+    await manager.updateKey(key.id, { name: "renamed", description: "new", labels: ["b=2"] });
+    expect((await readsAfter(key.id)).view.key).toMatchObject({ name: "renamed", description: "new", labels: ["b=2"] });
+    await manager.updateKey(key.id, { rotationPeriodMs: DAY, defaultAlgorithm: "AES_128" });
+    expect((await readsAfter(key.id)).view.key).toMatchObject({ rotationPeriodMs: DAY, nextRotationAt: clock.now() + DAY, defaultAlgorithm: "AES_128" });
+    await manager.updateKey(key.id, { rotationPeriodMs: null });
+    expect((await readsAfter(key.id)).view.key).toMatchObject({ rotationPeriodMs: null, nextRotationAt: null });
+  });
+
+  it("after a new version, each state change and a primary change", async () => {
+    const { key } = await newKey();
+    await manager.createVersion(key.id, "AES_192");
+    expect((await readsAfter(key.id)).versions.map((v) => [v.id, v.algorithm, v.state])).toEqual([
+      [1, "AES_256", "ENABLED"],
+      [2, "AES_192", "ENABLED"],
+    ]);
+    await manager.setPrimary(key.id, 2);
+    expect((await readsAfter(key.id)).view.primary?.id).toBe(2);
+    await manager.transition(key.id, 1, "disable");
+    expect((await readsAfter(key.id)).each[0]?.state).toBe("DISABLED");
+    await manager.transition(key.id, 1, "enable");
+    expect((await readsAfter(key.id)).each[0]?.state).toBe("ENABLED");
+    await manager.transition(key.id, 1, "destroy");
+    expect((await readsAfter(key.id)).each[0]).toMatchObject({ state: "DESTROYED_SCHEDULED", destroyAt: clock.now() + GRACE });
+    await manager.transition(key.id, 1, "restore");
+    expect((await readsAfter(key.id)).each[0]).toMatchObject({ state: "DISABLED", destroyAt: null });
+  });
+
+  it("after the key is destroyed, restored, and gone", async () => {
+    const { key } = await newKey();
+    await manager.destroyKey(key.id);
+    expect((await readsAfter(key.id)).view.primary?.state).toBe("DESTROYED_SCHEDULED");
+    await manager.transition(key.id, 1, "restore");
+    expect((await readsAfter(key.id)).view.key.goneAt).toBeNull();
+    await manager.destroyKey(key.id);
+    clock.advance(GRACE);
+    // Gone by the clock, before the sweeper has run: not found from the cache and from the store alike.
+    expect(await reason(() => manager.getKey(key.id))).toBe("CRYPTO_KEY_NOT_FOUND");
+    expect(await reason(() => manager.listVersions(key.id, ALL))).toBe("CRYPTO_KEY_NOT_FOUND");
+    expect(await reason(() => managerWith(master).getKey(key.id))).toBe("CRYPTO_KEY_NOT_FOUND");
+  });
+
+  it("after the sweeper destroys a version and rotates a key", async () => {
+    const { key } = await newKey(DAY);
+    await manager.createVersion(key.id, null);
+    await manager.transition(key.id, 2, "destroy");
+    clock.advance(GRACE);
+    expect(await manager.sweepDestroyed()).toBe(1);
+    expect((await readsAfter(key.id)).each[1]).toMatchObject({ state: "DESTROYED" });
+    expect(await manager.rotateDue()).toBe(1);
+    const { view, versions } = await readsAfter(key.id);
+    expect(view.primary?.id).toBe(3);
+    expect(versions.map((v) => v.id)).toEqual([1, 2, 3]);
+  });
+
+  it("after the master key is re-wrapped: the cache holds no wrapped material, so nothing in it changes", async () => {
+    const { key } = await newKey();
+    const sealed = await manager.encrypt(key.id, 1, Buffer.from("x"), NO_AAD);
+    const next = randomBytes(32);
+    rewrapMasterKey({ store, dataDir: dir.path, current: { key: master, origin: "MASTER_KEY", ownFile: null }, next, nextOrigin: "next", now: clock.now(), report: () => {} });
+    const before = cachedReads(manager, key.id);
+    master = new MasterKey(next);
+    expect(await storedReads(key.id)).toEqual(before);
+    expect(Buffer.from((await managerWith(master).decrypt(key.id, sealed, NO_AAD)).plaintext).toString()).toBe("x");
+    expect(Buffer.from((await manager.decrypt(key.id, sealed, NO_AAD)).plaintext).toString()).toBe("x");
+  });
+
+  it("answers from memory once loaded, and shares frozen records", async () => {
+    const { key } = await newKey();
+    const restarted = managerWith(master);
+    await restarted.getKey(key.id);
+    const reads = store.reads;
+    const { view, versions } = cachedReads(restarted, key.id);
+    expect(store.reads).toBe(reads);
+    expect(Object.isFrozen(view.key) && Object.isFrozen(view.key.labels) && Object.isFrozen(versions[0])).toBe(true);
+  });
+
+  it("does not install what a read loaded before a mutation committed", async () => {
+    const { key } = await newKey();
+    const restarted = managerWith(master);
+    let release = (): void => {};
+    store.hold = new Promise((resolve) => (release = resolve));
+    // Reads the key as it is now, and is held back before installing it.
+    const loading = restarted.getKey(key.id);
+    store.hold = null;
+    await restarted.updateKey(key.id, { description: "after" });
+    release();
+    expect((await loading).key.description).toBe("d");
+    expect(cachedReads(restarted, key.id).view.key.description).toBe("after");
+  });
+
+  it("describes a key whose material does not unwrap, without caching it", async () => {
+    const { key } = await newKey();
+    const misconfigured = managerWith(new MasterKey(randomBytes(32)));
+    expect((await misconfigured.getKey(key.id)).key.name).toBe("k");
+    expect(await reason(() => misconfigured.encrypt(key.id, 1, Buffer.from("x"), NO_AAD))).toBe("fault");
+    expect(misconfigured.getKey(key.id)).toBeInstanceOf(Promise);
+  });
+
+  it("GetCryptoKey shares one frozen message per key state, and a new one once the primary's destruction is due", async () => {
+    const service = createKmsService(manager, createCryptoHandlers(manager), clock, { minRotationMs: DAY });
+    const get = (keyId: string) => service.getCryptoKey(create(GetCryptoKeyRequestSchema, { keyId }), null as unknown as Call) as CryptoKey;
+    const { key } = await newKey();
+    const first = get(key.id);
+    expect(first).not.toBeInstanceOf(Promise);
+    expect(get(key.id)).toBe(first);
+    expect(Object.isFrozen(first) && Object.isFrozen(first.primary) && Object.isFrozen(first.createdAt)).toBe(true);
+    await manager.updateKey(key.id, { description: "changed" });
+    expect(get(key.id)).not.toBe(first);
+    expect(get(key.id).description).toBe("changed");
+
+    // The primary scheduled for destruction before the other version, so that the key outlives it.
+    await manager.createVersion(key.id, null);
+    await manager.destroyKey(key.id);
+    clock.advance(1);
+    await manager.transition(key.id, 2, "restore");
+    await manager.transition(key.id, 2, "destroy");
+    const scheduled = get(key.id);
+    expect(scheduled.primary?.state).toBe(CryptoKeyVersion_State.DESTROYED_SCHEDULED);
+    clock.advance(GRACE - 2);
+    expect(get(key.id)).toBe(scheduled);
+    clock.advance(1);
+    expect(get(key.id).primary?.state).toBe(CryptoKeyVersion_State.DESTROYED);
+  });
+});
