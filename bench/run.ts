@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -16,7 +16,8 @@ import { checkTarget, memoryTable, resultsTable } from "./lib/report.js";
 import type { Row, TargetCheck } from "./lib/report.js";
 import { allScenarios, label } from "./lib/scenarios.js";
 import type { Scenario, Subject } from "./lib/scenarios.js";
-import { PIPELINE_STAGES_OFF, startBaseline, startCloudplane } from "./lib/servers.js";
+import { ACCESS_STAGES_OFF, PIPELINE_STAGES_OFF, startBaseline, startCloudplane } from "./lib/servers.js";
+import { post } from "./lib/http-client.js";
 import type { LaunchOptions, RunningServer, ServerName } from "./lib/servers.js";
 
 // `npm run bench`: cloudplane against servers that do the same AES-256-GCM work with less machinery, under h2load,
@@ -114,7 +115,7 @@ function serversOf(scenario: Scenario): ServerName[] {
 }
 
 // Every server another is compared with, in the order of the table's columns.
-const REFERENCES: ServerName[] = ["grpc-js", "http2", "http1", "no-stages"];
+const REFERENCES: ServerName[] = ["grpc-js", "http2", "http1", "no-stages", "no-access"];
 
 function log(line: string): void {
   process.stdout.write(`${line}\n`);
@@ -161,26 +162,44 @@ async function startOne(name: ServerName, launch: LaunchOptions, dataDirs: strin
   if (name === "grpc-js" || name === "http2" || name === "http1") {
     const keyId = baselineKeyId();
     const server = await startBaseline(launch, name, keyId);
-    const client = new KmsClient(server.port);
+    const authorization = `Bearer ${madeUpToken()}`;
+    const client = new KmsClient(server.port, authorization);
     clients.push(client);
-    return { name, server, client, keyId };
+    return { name, server, client, keyId, authorization };
   }
   const dataDir = mkdtempSync(join(os.tmpdir(), "cloudplane-bench-"));
   dataDirs.push(dataDir);
   const server =
     name === "candidate" && candidate !== null
       ? await startCloudplane(launch, "candidate", candidate.entry, dataDir, candidate.flags)
-      : name === "no-stages"
-        ? await startCloudplane(launch, "no-stages", "src/main.js", dataDir, [], PIPELINE_STAGES_OFF)
+      : name === "no-stages" || name === "no-access"
+        ? await startCloudplane(launch, name, "src/main.js", dataDir, [], stagesOf[name])
         : await startCloudplane(launch, "cloudplane", "src/main.js", dataDir);
-  const client = new KmsClient(server.port);
+  // As a caller would: the bootstrapped admin's credentials exchanged for a token.
+  const authorization = `Bearer ${await adminToken(server.port, dataDir)}`;
+  const client = new KmsClient(server.port, authorization);
   clients.push(client);
   const key = await client.createCryptoKey("bench");
   if (key.primary?.id !== 1 || key.primary.algorithm !== "AES_256") throw new Error(`${name} created ${JSON.stringify(key)}, expected an AES_256 primary version 1`);
-  return { name, server, client, keyId: key.id };
+  return { name, server, client, keyId: key.id, authorization };
 }
 
-async function measure(h2load: string, s: RunningServer, scenario: Scenario, body: Body): Promise<Measurement> {
+const stagesOf = { "no-stages": PIPELINE_STAGES_OFF, "no-access": ACCESS_STAGES_OFF } as const;
+
+// A token of the form and length cloudplane issues, for the baselines to receive and ignore.
+function madeUpToken(): string {
+  return `cpat.${randomBytes(12).toString("base64url")}.${randomBytes(32).toString("base64url")}`;
+}
+
+async function adminToken(port: number, dataDir: string): Promise<string> {
+  const credentials = readFileSync(join(dataDir, "admin-credentials.json"));
+  const reply = await post({ port, path: "/public/v2/service_auth", headers: { "content-type": "application/json" }, body: credentials, h1: true });
+  const token = (JSON.parse(reply.body.toString()) as { token?: { access_token?: string } }).token?.access_token;
+  if (reply.status !== 200 || token === undefined) throw new Error(`service_auth answered ${reply.status}: ${reply.body.toString().slice(0, 200)}`);
+  return token;
+}
+
+async function measure(h2load: string, s: RunningServer, scenario: Scenario, body: Body, authorization: string): Promise<Measurement> {
   const before = cpuSeconds(s.child.pid) ?? 0;
   const cpu0Before = settings.pinned ? cpuBusySeconds(0) : null;
   const started = performance.now();
@@ -188,7 +207,7 @@ async function measure(h2load: string, s: RunningServer, scenario: Scenario, bod
   const { result } = await runH2load(h2load, {
     url: `http://127.0.0.1:${s.port}${scenario.path}`,
     bodyFile: body.file,
-    headers: scenario.headers,
+    headers: [...scenario.headers, `authorization: ${authorization}`],
     h1,
     clients: h1 ? settings.h1Connections : settings.clients,
     streams: h1 ? 1 : settings.streams,
@@ -307,7 +326,7 @@ async function main(): Promise<number> {
   // server is in the same state: busy since it started. A scenario marked `ownProcess` gets processes of its own,
   // started one after the other, so the servers it compares are in the same state and measured at the same time.
   // Rounds alternate the order of the batches.
-  const order: ServerName[] = ["grpc-js", "http2", "http1", "cloudplane", "no-stages", "candidate"];
+  const order: ServerName[] = ["grpc-js", "http2", "http1", "cloudplane", "no-stages", "no-access", "candidate"];
   const names = order.filter((name) => scenarios.some((s) => serversOf(s).includes(name)));
   const batches: { name: ServerName; tag: string; scenarios: Scenario[] }[] = [
     ...names.map((name) => ({ name, tag: "", scenarios: scenarios.filter((s) => s.ownProcess !== true && serversOf(s).includes(name)) })),
@@ -328,7 +347,7 @@ async function main(): Promise<number> {
         for (const scenario of mine) bodies.set(scenario.id, await prepare(scenario));
         for (const scenario of mine) {
           if (settings.idleS > 0) await new Promise((r) => setTimeout(r, settings.idleS * 1000));
-          const m = await measure(h2load, s.server, scenario, bodies.get(scenario.id)!);
+          const m = await measure(h2load, s.server, scenario, bodies.get(scenario.id)!, s.authorization);
           const noise = m.foreignPercent === null ? "" : `  others on CPU 0 ${m.foreignPercent.toFixed(0)}%${m.foreignPercent > NOISY_PERCENT ? " (noisy)" : ""}`;
           log(`  ${name.padEnd(10)} ${scenario.id.padEnd(20)} ${m.result.reqPerS.toFixed(0).padStart(7)} req/s  mean ${m.result.meanLatencyMs.toFixed(1)} ms  CPU ${m.cpuPercent.toFixed(0)}%${noise}`);
           const k = `${scenario.id}/${name}`;

@@ -27,8 +27,12 @@ export interface DecryptReply {
 export class KmsClient {
   private readonly client: grpc.Client;
 
-  constructor(port: number) {
+  private readonly metadata = new grpc.Metadata();
+
+  // `authorization` is sent with every call ("Bearer <token>").
+  constructor(port: number, authorization: string) {
     this.client = new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+    this.metadata.set("authorization", authorization);
   }
 
   // `raw` leaves the response message undecoded: its bytes, as they came.
@@ -41,6 +45,7 @@ export class KmsClient {
         m.requestSerialize,
         raw ? (b: Buffer) => b as Res : (m.responseDeserialize as (b: Buffer) => Res),
         request,
+        this.metadata,
         { deadline: Date.now() + 10_000 },
         (err, value) => (err !== null || value === undefined ? reject(err ?? new Error(`${method}: no response`)) : resolve(value)),
       );

@@ -15,7 +15,7 @@ export type BaselineName = "grpc-js" | "http2" | "http1";
 // cloudplane variants: "candidate" is a second cloudplane build (another entry script) or the same one with other
 // node flags, measured alongside for A/B comparisons; "no-stages" is src/main.js with the call pipeline's stages
 // turned off (PIPELINE_STAGES_OFF), for what those stages cost.
-export type CloudplaneName = "cloudplane" | "candidate" | "no-stages";
+export type CloudplaneName = "cloudplane" | "candidate" | "no-stages" | "no-access";
 
 export type ServerName = BaselineName | CloudplaneName;
 
@@ -23,6 +23,9 @@ export type ServerName = BaselineName | CloudplaneName;
 // (`pipelineStages` in src/config.ts; the server logs a warning when it is set). A server that did not read it
 // would be plain cloudplane, and the cost measured 0 give or take the noise.
 export const PIPELINE_STAGES_OFF: Readonly<Record<string, string>> = { PIPELINE_STAGES: "none" };
+
+// The hook for the "access stages cost" row ("no-access"): every stage but authentication and authorization.
+export const ACCESS_STAGES_OFF: Readonly<Record<string, string>> = { PIPELINE_STAGES: "no-access" };
 
 export interface RunningServer {
   name: ServerName;
