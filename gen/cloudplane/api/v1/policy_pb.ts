@@ -4,7 +4,7 @@
 
 import type { GenExtension, GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
 import { extDesc, fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
-import type { MethodOptions, ServiceOptions } from "@bufbuild/protobuf/wkt";
+import type { FieldOptions, MethodOptions, ServiceOptions } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_descriptor } from "@bufbuild/protobuf/wkt";
 import type { Message } from "@bufbuild/protobuf";
 
@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file cloudplane/api/v1/policy.proto.
  */
 export const file_cloudplane_api_v1_policy: GenFile = /*@__PURE__*/
-  fileDesc("Ch5jbG91ZHBsYW5lL2FwaS92MS9wb2xpY3kucHJvdG8SEWNsb3VkcGxhbmUuYXBpLnYxIjgKDE1ldGhvZFBvbGljeRISCgpwZXJtaXNzaW9uGAEgASgJEhQKDGxvbmdfcnVubmluZxgCIAEoCCIlCg1TZXJ2aWNlUG9saWN5EhQKDGVycm9yX2RvbWFpbhgBIAEoCTpmCg1tZXRob2RfcG9saWN5Eh4uZ29vZ2xlLnByb3RvYnVmLk1ldGhvZE9wdGlvbnMYuI4DIAEoCzIfLmNsb3VkcGxhbmUuYXBpLnYxLk1ldGhvZFBvbGljeVIMbWV0aG9kUG9saWN5OmoKDnNlcnZpY2VfcG9saWN5Eh8uZ29vZ2xlLnByb3RvYnVmLlNlcnZpY2VPcHRpb25zGLiOAyABKAsyIC5jbG91ZHBsYW5lLmFwaS52MS5TZXJ2aWNlUG9saWN5Ug1zZXJ2aWNlUG9saWN5YgZwcm90bzM", [file_google_protobuf_descriptor]);
+  fileDesc("Ch5jbG91ZHBsYW5lL2FwaS92MS9wb2xpY3kucHJvdG8SEWNsb3VkcGxhbmUuYXBpLnYxIjgKDE1ldGhvZFBvbGljeRISCgpwZXJtaXNzaW9uGAEgASgJEhQKDGxvbmdfcnVubmluZxgCIAEoCCIlCg1TZXJ2aWNlUG9saWN5EhQKDGVycm9yX2RvbWFpbhgBIAEoCTpmCg1tZXRob2RfcG9saWN5Eh4uZ29vZ2xlLnByb3RvYnVmLk1ldGhvZE9wdGlvbnMYuI4DIAEoCzIfLmNsb3VkcGxhbmUuYXBpLnYxLk1ldGhvZFBvbGljeVIMbWV0aG9kUG9saWN5OmoKDnNlcnZpY2VfcG9saWN5Eh8uZ29vZ2xlLnByb3RvYnVmLlNlcnZpY2VPcHRpb25zGLiOAyABKAsyIC5jbG91ZHBsYW5lLmFwaS52MS5TZXJ2aWNlUG9saWN5Ug1zZXJ2aWNlUG9saWN5OjwKCW1heF9pdGVtcxIdLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE9wdGlvbnMYuI4DIAEoDVIIbWF4SXRlbXNiBnByb3RvMw", [file_google_protobuf_descriptor]);
 
 /**
  * How the call pipeline treats one RPC. Every method of a service the server
@@ -80,4 +80,17 @@ export const method_policy: GenExtension<MethodOptions, MethodPolicy> = /*@__PUR
  */
 export const service_policy: GenExtension<ServiceOptions, ServicePolicy> = /*@__PURE__*/
   extDesc(file_cloudplane_api_v1_policy, 1);
+
+/**
+ * The most elements a repeated or map field of a request may hold (for a
+ * field of type google.protobuf.FieldMask: the most paths). The server
+ * counts them on the wire before it decodes a request and refuses one over
+ * the bound as INVALID_ARGUMENT. Every repeated and map field reachable
+ * from the request message of a served method declares one; the server
+ * refuses to start when one is missing.
+ *
+ * @generated from extension: uint32 max_items = 51000;
+ */
+export const max_items: GenExtension<FieldOptions, number> = /*@__PURE__*/
+  extDesc(file_cloudplane_api_v1_policy, 2);
 
