@@ -42,6 +42,7 @@ function camel(name: string): string {
 //   string name = 7;
 //   map<string, string> tags = 8 [max 2];
 // }
+// message Node { Node next = 1; repeated string tags = 2 [max 2]; }   recursive
 // message Unbounded { repeated string items = 1; }
 // message BoundOnScalar { string name = 1 [max 3]; }
 const file = create(FileDescriptorProtoSchema, {
@@ -71,6 +72,10 @@ const file = create(FileDescriptorProtoSchema, {
         { name: "TagsEntry", field: [field("key", 1, T.STRING), field("value", 2, T.STRING)], options: { mapEntry: true } },
       ],
     },
+    {
+      name: "Node",
+      field: [field("next", 1, T.MESSAGE, { typeName: ".fixture.Node" }), field("tags", 2, T.STRING, { label: REPEATED, max: 2 })],
+    },
     { name: "Unbounded", field: [field("items", 1, T.STRING, { label: REPEATED })] },
     { name: "BoundOnScalar", field: [field("name", 1, T.STRING, { max: 3 })] },
   ],
@@ -86,5 +91,6 @@ function message(name: string): DescMessage {
 
 export const SampleDesc = message("Sample");
 export const InnerDesc = message("Inner");
+export const NodeDesc = message("Node");
 export const UnboundedDesc = message("Unbounded");
 export const BoundOnScalarDesc = message("BoundOnScalar");

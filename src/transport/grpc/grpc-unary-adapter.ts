@@ -1,13 +1,14 @@
 import http2 from "node:http2";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import type { Logger } from "pino";
-import { malformedBody, notOneMessage, requestTooLarge } from "../../errors/protocol-errors.js";
+import { malformedBody, notOneMessage, overLimits, requestTooLarge } from "../../errors/protocol-errors.js";
 import { statusPartsOf } from "../../errors/status-details.js";
 import { toConnectError } from "../../errors/to-connect-error.js";
 import { Call, requestIdOf } from "../../pipeline/call.js";
 import { CallError, callErrorOf } from "../../pipeline/call-error.js";
 import type { MethodEntry, MethodTable } from "../../pipeline/method-table.js";
 import { NodeHeaders } from "../header-source.js";
+import { countWire } from "../limits/wire-count.js";
 import { canRespond, respondIfPresent, stopReading } from "../peer-gone.js";
 import { grpcStatusHeaders } from "./grpc-status.js";
 
@@ -87,7 +88,7 @@ function onWantTrailers(this: PendingStream): void {
 }
 
 // gRPC unary calls of every method the pipeline has a handler for, served straight on the HTTP/2 stream: the
-// envelope, fromBinary, the pipeline, and toBinary (or the method's own encoder). Connect's general handler costs
+// envelope, the count of its elements (src/transport/limits/), fromBinary, the pipeline, and toBinary (or the method's own encoder). Connect's general handler costs
 // several times the work of most calls (async iterables, abort signals, header conversions), as the benchmark
 // against plain grpc-js and a bare http2 handler showed. What a caller sees is the same as from Connect, which
 // CI checks by running the same tests both ways (CALL_PATH=connect). Anything else (streams, gRPC-web, Connect,
@@ -133,6 +134,12 @@ export class GrpcUnaryAdapter {
     const payload = unaryPayload(body);
     if (payload === "not one message") {
       this.refuse(stream, pending, new CallError(statusPartsOf(notOneMessage(domain)), false));
+      return;
+    }
+    // Counted before decoding: a message of a million elements costs a scan of its bytes, not a million strings.
+    const over = payload === "malformed" ? null : countWire(entry.limits, payload);
+    if (over !== null) {
+      this.refuse(stream, pending, new CallError(statusPartsOf(overLimits(domain, over)), false));
       return;
     }
     let request;
