@@ -11,7 +11,8 @@ import {
   scalarEncoding,
 } from "../../pipeline/message-limits.js";
 import type { FieldLimit, MessageLimits } from "../../pipeline/message-limits.js";
-import { Tally, fieldPath } from "./tally.js";
+import { Tally, fieldPath, instance } from "./tally.js";
+import type { Instance } from "./tally.js";
 
 // Counts the elements of every repeated and map field of a binary request, and the fields beyond its type's, by
 // walking its tags and lengths without decoding anything: about 3 ms for 4 MB of 1.39 million labels, which
@@ -36,21 +37,6 @@ const WIRE_END_GROUP = 4;
 const WIRE_BIT32 = 5;
 const WIRE_BIT64 = 1;
 
-// One message being counted: how many elements each of its fields holds, which singular fields it has seen, and
-// its singular message fields (a message field given twice is merged into one, so their elements add up).
-interface Instance {
-  readonly limits: MessageLimits;
-  readonly path: string;
-  readonly counts: Int32Array;
-  readonly seen: Uint8Array;
-  readonly children: (Instance | undefined)[];
-}
-
-function instance(limits: MessageLimits, path: string): Instance {
-  const n = limits.fieldCount;
-  return { limits, path, counts: new Int32Array(n), seen: new Uint8Array(n), children: new Array<Instance | undefined>(n) };
-}
-
 // Null when the message is within the limits of its type, else the violations to refuse it with. Never throws.
 export function countWire(limits: MessageLimits, bytes: Uint8Array): ViolationList | null {
   const walk = new WireWalk(bytes);
@@ -60,7 +46,7 @@ export function countWire(limits: MessageLimits, bytes: Uint8Array): ViolationLi
   } catch (thrown) {
     if (thrown !== STOP) throw thrown;
   }
-  walk.report(root);
+  walk.tally.report(root);
   return walk.tally.verdict();
 }
 
@@ -124,7 +110,7 @@ class WireWalk {
   private element(limit: FieldLimit, inst: Instance | null, count: number, depth: number): void {
     const element = inst !== null && count <= limit.max ? instance(limit.message!, `${fieldPath(inst.path, limit)}[${count - 1}]`) : null;
     this.message(limit.message!, element, this.length(), depth + 1);
-    if (element !== null) this.report(element);
+    if (element !== null) this.tally.report(element);
   }
 
   // The end of a length-delimited value that starts here: its length, read, plus where it starts.
@@ -177,7 +163,7 @@ class WireWalk {
       }
     }
     if (within) this.tally.extra += Math.max(0, keys - 1) + Math.max(0, values - 1);
-    if (valueInst !== null) this.report(valueInst);
+    if (valueInst !== null) this.tally.report(valueInst);
   }
 
   // One value of a scalar encoding, as BinaryReader reads it.
@@ -187,17 +173,6 @@ class WireWalk {
     else if (encoding === ENCODING_FIXED32) this.advance(4);
     else if (encoding === ENCODING_FIXED64) this.advance(8);
     else throw STOP;
-  }
-
-  // After the walk, or after each list element or map value: the fields of `inst` and of its singular message
-  // fields over their limits.
-  report(inst: Instance): void {
-    for (const limit of inst.limits.byNumber.values()) {
-      const count = inst.counts[limit.index]!;
-      if (limit.max > 0 && count > limit.max) this.tally.over(fieldPath(inst.path, limit), limit, count);
-      const child = inst.children[limit.index];
-      if (child !== undefined) this.report(child);
-    }
   }
 
   // BinaryReader.tag(): a varint of at most 5 bytes, field number above 0, wire type 0 to 5.
