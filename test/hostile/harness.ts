@@ -94,6 +94,8 @@ export async function slowestHealthDuring(url: string, attack: () => Promise<voi
   }
   const slowest = Number(output.split("\n")[1]);
   if (!Number.isFinite(slowest)) throw new Error(`the health probe reported no figure: ${output}`);
+  // HOSTILE_FIGURES=1 prints each figure, for docs/robustness.md.
+  if (process.env.HOSTILE_FIGURES !== undefined) console.log(`[figures] ${expect.getState().currentTestName ?? "?"}: slowest /healthz ${slowest.toFixed(1)} ms`);
   return slowest;
 }
 

@@ -10,10 +10,17 @@ export {
   createTransport,
   errorFromJsonBytes,
   errorToJsonBytes,
+  parseContentType as parseConnectContentType,
 } from "@connectrpc/connect/protocol-connect";
-export { contentTypeRegExp as grpcContentTypeRegExp, findTrailerError, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
+export {
+  contentTypeRegExp as grpcContentTypeRegExp,
+  findTrailerError,
+  parseContentType as parseGrpcContentType,
+  setTrailerStatus,
+} from "@connectrpc/connect/protocol-grpc";
 export {
   contentTypeRegExp as grpcWebContentTypeRegExp,
+  parseContentType as parseGrpcWebContentType,
   trailerFlag,
   trailerParse,
   trailerSerialize,

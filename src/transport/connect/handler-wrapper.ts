@@ -2,8 +2,12 @@ import type { JsonWriteOptions } from "@bufbuild/protobuf";
 import { Code, ConnectError, createContextValues } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import { ErrorInfoSchema } from "../../../gen/google/rpc/error_details_pb.js";
+import { overLimits } from "../../errors/protocol-errors.js";
+import { statusPartsOf } from "../../errors/status-details.js";
 import { toConnectError } from "../../errors/to-connect-error.js";
+import type { ViolationList } from "../../errors/violation-list.js";
 import { requestIdOf } from "../../pipeline/call.js";
+import { CallError } from "../../pipeline/call-error.js";
 import type { MethodTable } from "../../pipeline/method-table.js";
 import { grpcStatusHeaders } from "../grpc/grpc-status.js";
 import {
@@ -23,6 +27,7 @@ import {
 } from "./connect-internals.js";
 import type { UniversalHandler, UniversalServerRequest, UniversalServerResponse } from "./connect-internals.js";
 import { refusalOf } from "./connect-refusals.js";
+import { countedRequest } from "./counted-body.js";
 import { callKey } from "./pipeline-interceptor.js";
 
 const ENVELOPE_BYTES = 5;
@@ -44,10 +49,13 @@ export interface WrapperSettings {
 // their text. Each protocol keeps its own error encoding: the Connect unary error JSON, gRPC trailers, the
 // gRPC-web trailer frame.
 export function wrapHandler(handler: UniversalHandler, settings: WrapperSettings): UniversalHandler {
-  const domain = settings.table.of(handler.method).policy.domain;
+  const entry = settings.table.of(handler.method);
+  const domain = entry.policy.domain;
+  // A request over the limits of its type, counted on its bytes before Connect decodes it (counted-body.ts).
+  const refuseOverLimits = (violations: ViolationList): ConnectError => toConnectError(new CallError(statusPartsOf(overLimits(domain, violations)), false), null);
   const wrapped = async (req: UniversalServerRequest): Promise<UniversalServerResponse> => {
     const contextValues = (req.contextValues ??= createContextValues());
-    const res = await handler(req);
+    const res = await handler(countedRequest(req, entry.limits, settings.maxMessageBytes, refuseOverLimits));
     // Copied: Connect answers some requests with shared response objects (415, 405) that must not change.
     const header = new Headers(res.header);
     // Set by the pipeline's request-id stage when the call reached it; a call refused before gets one here.

@@ -61,7 +61,33 @@ class WireWalk {
   message(limits: MessageLimits, inst: Instance | null, end: number, depth: number): void {
     if (depth > MAX_MESSAGE_DEPTH) throw STOP;
     const numbered = limits.numbered;
+    const buf = this.buf;
+    const size = buf.length;
     while (this.pos < end) {
+      // The usual record, read here rather than through the methods below (a flood is a million of them, and this
+      // loop is fast from its first run): a tag of one or two bytes, of a declared string, bytes or integer field
+      // or of an unknown field, with a length or value of one byte.
+      const pos = this.pos;
+      let at = pos + 1;
+      let quickTag = buf[pos]!;
+      if (quickTag >= 0x80) quickTag = (quickTag & 0x7f) | (buf[at++]! << 7);
+      const value = buf[at]!;
+      if (quickTag < 0x4000 && quickTag >= 8 && at < size && value < 0x80) {
+        const wire = quickTag & 7;
+        const quick = numbered === null ? limits.byNumber.get(quickTag >>> 3) : numbered[quickTag >>> 3];
+        if (quick === undefined ? wire === WIRE_VARINT || wire === WIRE_DELIMITED : quick.encoding === ENCODING_BYTES || (quick.encoding === ENCODING_VARINT && !quick.packable)) {
+          const next = (quick === undefined ? wire === WIRE_DELIMITED : quick.encoding === ENCODING_BYTES) ? at + 1 + value : at + 1;
+          if (next > size) throw STOP;
+          if (inst !== null) {
+            if (quick === undefined) this.tally.extra++;
+            else if (quick.repeated) inst.counts[quick.index]!++;
+            else if (inst.seen[quick.index] === 1) this.tally.extra++;
+            else inst.seen[quick.index] = 1;
+          }
+          this.pos = next;
+          continue;
+        }
+      }
       const tag = this.tag();
       const no = tag >>> 3;
       const limit = numbered === null ? limits.byNumber.get(no) : numbered[no];
