@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import { CreateCryptoKeyRequestSchema, UpdateCryptoKeyRequestSchema } from "../../gen/kms/v1/kms_pb.js";
 import { MAX_EXTRA_VALUES, limitsOf } from "../../src/pipeline/message-limits.js";
 import type { MessageLimits } from "../../src/pipeline/message-limits.js";
-import { countWire } from "../../src/transport/limits/wire-count.js";
+import { WireCount, countWire, countWireInTurns } from "../../src/transport/limits/wire-count.js";
 import { NodeDesc, SampleDesc } from "./limits-fixture.js";
 
 const CREATE = limitsOf(CreateCryptoKeyRequestSchema);
@@ -40,6 +40,18 @@ function labelsFlood(n: number): Buffer {
 }
 
 describe("counting a request's elements on the wire", () => {
+  it("counts a large message a slice a turn, with the same verdict", async () => {
+    let turns = 0;
+    const counting = countWireInTurns(CREATE, labelsFlood(1_390_000));
+    const ticking = (async () => {
+      for (let done = false; !done; turns++) done = await Promise.race([counting.then(() => true), new Promise<boolean>((resolve) => setImmediate(() => resolve(false)))]);
+    })();
+    expect((await counting)?.violations()).toEqual([{ field: "labels", description: "must hold at most 64 labels, got 1390000" }]);
+    await ticking;
+    // 4.17 MB in slices of 256 KiB.
+    expect(turns).toBeGreaterThanOrEqual(15);
+  });
+
   it("refuses 1.39 million labels with the domain checks' words, and takes 64", () => {
     expect(violationsOf(CREATE, labelsFlood(1_390_000))).toEqual([{ field: "labels", description: "must hold at most 64 labels, got 1390000" }]);
     expect(countWire(CREATE, labelsFlood(64))).toBeNull();
@@ -187,8 +199,12 @@ describe("counting a request's elements on the wire", () => {
     for (const desc of [SampleDesc, NodeDesc, CreateCryptoKeyRequestSchema, UpdateCryptoKeyRequestSchema] as DescMessage[]) {
       const limits = limitsOf(desc);
       fc.assert(
-        fc.property(fc.oneof(message, anyBytes), (bytes) => {
+        fc.property(fc.oneof(message, anyBytes), fc.integer({ min: 1, max: 40 }), (bytes, slice) => {
           const verdict = countWire(limits, bytes);
+          // Counted a slice at a time (as countWireInTurns does, a turn each), the verdict is the same.
+          const sliced = new WireCount(limits, bytes);
+          while (!sliced.step(slice));
+          expect(sliced.verdict()?.violations()).toEqual(verdict?.violations());
           if (verdict !== null) return;
           let decoded: Message;
           try {

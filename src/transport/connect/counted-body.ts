@@ -3,7 +3,7 @@ import type { ViolationList } from "../../errors/violation-list.js";
 import type { MessageLimits } from "../../pipeline/message-limits.js";
 import { acceptedCompressions } from "../compression.js";
 import { UnknownJsonField, countJson } from "../limits/json-count.js";
-import { countWire } from "../limits/wire-count.js";
+import { countWireInTurns } from "../limits/wire-count.js";
 import { parseConnectContentType, parseGrpcContentType, parseGrpcWebContentType } from "./connect-internals.js";
 import type { Compression, UniversalServerRequest } from "./connect-internals.js";
 
@@ -51,7 +51,7 @@ export function countedRequest(req: UniversalServerRequest, limits: MessageLimit
       }
     }
     // Connect's JSON ignores unknown members: they are counted with the values beyond the type's fields.
-    const over = framing.binary ? countWire(limits, bytes) : countJson(limits, bytes, { unknownFields: "count" });
+    const over = framing.binary ? await countWireInTurns(limits, bytes) : countJson(limits, bytes, { unknownFields: "count" });
     if (over !== null && !(over instanceof UnknownJsonField)) throw refuse(over);
   };
   const counted = framing.enveloped ? countEnvelopes(body, maxBytes, count) : countWhole(body, maxBytes, framing.compression === null ? 0 : FLAG_COMPRESSED, count);

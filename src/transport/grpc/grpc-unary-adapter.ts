@@ -8,7 +8,8 @@ import { Call, requestIdOf } from "../../pipeline/call.js";
 import { CallError, callErrorOf } from "../../pipeline/call-error.js";
 import type { MethodEntry, MethodTable } from "../../pipeline/method-table.js";
 import { NodeHeaders } from "../header-source.js";
-import { countWire } from "../limits/wire-count.js";
+import type { ViolationList } from "../../errors/violation-list.js";
+import { WIRE_SLICE_BYTES, countWire, countWireInTurns } from "../limits/wire-count.js";
 import { canRespond, respondIfPresent, stopReading } from "../peer-gone.js";
 import { grpcStatusHeaders } from "./grpc-status.js";
 
@@ -136,15 +137,37 @@ export class GrpcUnaryAdapter {
       this.refuse(stream, pending, new CallError(statusPartsOf(notOneMessage(domain)), false));
       return;
     }
-    // Counted before decoding: a message of a million elements costs a scan of its bytes, not a million strings.
-    const over = payload === "malformed" ? null : countWire(entry.limits, payload);
+    if (payload === "malformed") {
+      this.refuse(stream, pending, new CallError(statusPartsOf(malformedBody(domain, "grpc")), false));
+      return;
+    }
+    // Counted before decoding: a message of a million elements costs a scan of its bytes, not a million strings;
+    // a large one is counted a slice a turn, so that it does not hold up the other connections.
+    if (payload.length <= WIRE_SLICE_BYTES) {
+      this.decode(stream, pending, payload, countWire(entry.limits, payload));
+      return;
+    }
+    countWireInTurns(entry.limits, payload).then(
+      (over) => this.decode(stream, pending, payload, over),
+      (err: unknown) => {
+        this.logger.error({ err }, "counting a request failed");
+        stream.destroy();
+      },
+    );
+  }
+
+  // Decodes a counted request and runs its call.
+  private decode(stream: http2.ServerHttp2Stream, pending: PendingCall, payload: Uint8Array, over: ViolationList | null): void {
+    // The peer may have left while a large request was counted.
+    if (!canRespond(stream)) return;
+    const { entry } = pending;
+    const domain = entry.policy.domain;
     if (over !== null) {
       this.refuse(stream, pending, new CallError(statusPartsOf(overLimits(domain, over)), false));
       return;
     }
     let request;
     try {
-      if (payload === "malformed") throw new Error("malformed envelope");
       request = fromBinary(entry.method.input, payload);
     } catch {
       this.refuse(stream, pending, new CallError(statusPartsOf(malformedBody(domain, "grpc")), false));
