@@ -56,6 +56,8 @@ export function wrapHandler(handler: UniversalHandler, settings: WrapperSettings
   const wrapped = async (req: UniversalServerRequest): Promise<UniversalServerResponse> => {
     const contextValues = (req.contextValues ??= createContextValues());
     const res = await handler(countedRequest(req, entry.limits, settings.maxMessageBytes, refuseOverLimits));
+    // The caller is gone: nobody reads the answer, so it is not completed.
+    if (req.signal.aborted) return res;
     // Copied: Connect answers some requests with shared response objects (415, 405) that must not change.
     const header = new Headers(res.header);
     // Set by the pipeline's request-id stage when the call reached it; a call refused before gets one here.
