@@ -23,9 +23,9 @@ import type { Instance } from "./tally.js";
 // look at it, except for packed lists); an unknown field is skipped by its wire type; a nested message ends at the
 // first record that reaches its declared length, even past it. Reading otherwise would let a crafted message
 // look like one thing to the count and like a flood to the decoder. (Groups are read only as protobuf-es skips
-// unknown ones: message-limits.ts refuses a request field of the group encoding at start-up.) Where fromBinary would fail (a record past the
-// end, an invalid tag or varint, nesting too deep), the walk stops, and what it counted so far is the verdict:
-// fromBinary then fails at the same place after as much work as the walk saw.
+// unknown ones: message-limits.ts refuses a request field of the group encoding at start-up.) Where fromBinary
+// would fail (a record past the end, an invalid tag or varint, nesting too deep), the walk stops, and what it
+// counted so far is the verdict: fromBinary then fails at the same place after as much work as the walk saw.
 
 // Thrown inside the walk when fromBinary would fail at this point; never leaves WireCount.
 const STOP = Symbol("wire count: malformed");
