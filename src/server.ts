@@ -38,7 +38,7 @@ import { createRestHandler } from "./transport/rest/rest-handler.js";
 import { RouteTable } from "./transport/rest/route-table.js";
 
 export const MAX_REQUEST_BYTES = 4 * 1024 * 1024;
-const FAIR_TASKS_PER_TURN = 8;
+const FAIR_TURN_BUDGET_MS = 8;
 
 // HTTP/2 flow control: Node's 65,535-byte default windows stall a 64 KiB Encrypt until a WINDOW_UPDATE comes
 // back. These let a full request through at once and keep many concurrent streams busy.
@@ -105,9 +105,9 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
   const direct = config.callPath === "direct";
   const grpc = direct ? new GrpcUnaryAdapter(table, cryptoEncoders(table), logger, MAX_REQUEST_BYTES) : null;
 
-  // At most this many starts and ends of Connect-served calls, and request timeouts, in one turn of the event loop
-  // (fair-turns.ts): each costs up to about 1 ms, so a turn stays under about 10 ms whatever arrives at once.
-  const turns = new FairTurns(FAIR_TASKS_PER_TURN, (err) => logger.warn({ err }, "dropped a call after an error while serving it"));
+  // Starts and ends of Connect-served calls, and request timeouts, run while the turn of the event loop has taken
+  // less than this (fair-turns.ts): each costs up to about 1 ms, so a turn stays near 10 ms whatever arrives at once.
+  const turns = new FairTurns(FAIR_TURN_BUDGET_MS, (err) => logger.warn({ err }, "dropped a call after an error while serving it"));
   const connect = createConnectAdapter({
     table,
     routes: (r) => registerRoutes(r, served, health),

@@ -176,6 +176,27 @@ function isBytesLike(scalar: ScalarType): boolean {
   return scalar === ScalarType.STRING || scalar === ScalarType.BYTES;
 }
 
+const bounded = new WeakMap<MessageLimits, boolean>();
+
+// Whether the message, or a message within it, has a field with a bound (a list, a map, a FieldMask). A message
+// without one can only go over MAX_EXTRA_VALUES, which takes a message of some size.
+export function holdsBounds(limits: MessageLimits, seen = new Set<MessageLimits>()): boolean {
+  const known = bounded.get(limits);
+  if (known !== undefined) return known;
+  if (seen.has(limits)) return false;
+  seen.add(limits);
+  let found = false;
+  for (const limit of limits.byNumber.values()) {
+    if (limit.max > 0 || (limit.message !== null && holdsBounds(limit.message, seen))) {
+      found = true;
+      break;
+    }
+  }
+  // Only a full answer is kept: within a cycle, `false` may just mean "not found yet".
+  if (found || seen.size === 1) bounded.set(limits, found);
+  return found;
+}
+
 // A bound declared in proto/, for the domain checks that repeat it (kms/request-validation.ts).
 export function maxItemsOf(field: DescField): number {
   const max = getOption(field, max_items);

@@ -6,6 +6,7 @@ import { CreateCryptoKeyRequestSchema } from "../../gen/kms/v1/kms_pb.js";
 import type { ViolationList } from "../../src/errors/violation-list.js";
 import { limitsOf } from "../../src/pipeline/message-limits.js";
 import { countedRequest } from "../../src/transport/connect/counted-body.js";
+import { FairTurns } from "../../src/transport/fair-turns.js";
 import type { UniversalServerRequest } from "../../src/transport/connect/connect-internals.js";
 import { frame } from "../support/raw-grpc.js";
 
@@ -38,7 +39,7 @@ function request(contentType: string, chunks: Uint8Array[], extra: Record<string
 
 // What the counted body passes on, or the refusal it ends with.
 async function read(req: UniversalServerRequest): Promise<Buffer | Refused> {
-  const counted = countedRequest(req, LIMITS, MAX_BYTES, refuse);
+  const counted = countedRequest(req, LIMITS, MAX_BYTES, refuse, null);
   const out: Uint8Array[] = [];
   try {
     for await (const chunk of counted.body as AsyncIterable<Uint8Array>) out.push(chunk);
@@ -72,7 +73,7 @@ describe("the body connect-node reads", () => {
     const ok = frame(message(1));
     const over = frame(message(65));
     for (let cut = 1; cut < over.length; cut += 11) {
-      const counted = countedRequest(request("application/grpc-web+proto", splitAt(Buffer.concat([ok, over]), ok.length + cut)), LIMITS, MAX_BYTES, refuse);
+      const counted = countedRequest(request("application/grpc-web+proto", splitAt(Buffer.concat([ok, over]), ok.length + cut)), LIMITS, MAX_BYTES, refuse, null);
       const it = (counted.body as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]();
       expect((await it.next()).value).toEqual(Buffer.concat([ok, over]).subarray(0, ok.length + cut));
       await expect(it.next()).rejects.toThrow(flood);
@@ -100,6 +101,26 @@ describe("the body connect-node reads", () => {
     expect(await read(request("application/json", [gzipSync(json)], { "content-encoding": "gzip" }))).toBeInstanceOf(Refused);
     const streamed = frame(Buffer.from(JSON.stringify({ labels: Array(65).fill("l") })));
     expect(await read(request("application/connect+json", [streamed]))).toBeInstanceOf(Refused);
+  });
+
+  it("passes the failure of the request's own body on in a turn with room for it", async () => {
+    const gone = new Error("the peer left");
+    async function* failing() {
+      yield frame(message(1)).subarray(0, 3);
+      throw gone;
+    }
+    const req = { ...request("application/grpc", []), body: failing() } as UniversalServerRequest;
+    // A budget of 0: every task waits for a later turn.
+    const turns = new FairTurns(0, (err) => {
+      throw err;
+    });
+    const it = (countedRequest(req, LIMITS, MAX_BYTES, refuse, turns).body as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]();
+    await it.next();
+    let settled = false;
+    const failed = it.next().finally(() => (settled = true));
+    await new Promise((resolve) => process.nextTick(resolve));
+    expect(settled).toBe(false);
+    await expect(failed).rejects.toBe(gone);
   });
 
   it("leaves alone what no protocol of Connect's reads", async () => {

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { CreateCryptoKeyRequestSchema, UpdateCryptoKeyRequestSchema } from "../../gen/kms/v1/kms_pb.js";
-import { limitsOf } from "../../src/pipeline/message-limits.js";
+import { CreateCryptoKeyRequestSchema, EncryptRequestSchema, UpdateCryptoKeyRequestSchema } from "../../gen/kms/v1/kms_pb.js";
+import { holdsBounds, limitsOf } from "../../src/pipeline/message-limits.js";
 import { MethodTable } from "../../src/pipeline/method-table.js";
 import { apiServices, infrastructureServices } from "../../src/routes.js";
-import { BoundOnScalarDesc, SampleDesc, UnboundedDesc } from "./limits-fixture.js";
+import { BoundOnScalarDesc, NodeDesc, SampleDesc, UnboundedDesc } from "./limits-fixture.js";
 
 describe("request limits read from the descriptors", () => {
   it("reads (cloudplane.api.v1.max_items) of the served requests, a FieldMask's included", () => {
@@ -20,6 +20,13 @@ describe("request limits read from the descriptors", () => {
     expect(sample.byName.get("innerByKey")).toMatchObject({ max: 3, repeated: true, list: false, noun: "inner by key" });
     expect(sample.byName.get("inner_by_key")).toBe(sample.byName.get("innerByKey"));
     expect(sample.byName.get("one")?.message?.byName.get("tags")).toMatchObject({ max: 2 });
+  });
+
+  it("knows which messages hold a bound anywhere within them, recursive ones included", () => {
+    expect(holdsBounds(limitsOf(EncryptRequestSchema))).toBe(false);
+    expect(holdsBounds(limitsOf(CreateCryptoKeyRequestSchema))).toBe(true);
+    expect(holdsBounds(limitsOf(UpdateCryptoKeyRequestSchema))).toBe(true);
+    expect(holdsBounds(limitsOf(NodeDesc))).toBe(true);
   });
 
   it("refuses a repeated field without a bound, and a bound on a field that is not repeated", () => {

@@ -4,7 +4,7 @@ import { reflect } from "@bufbuild/protobuf/reflect";
 import type { ReflectMessage } from "@bufbuild/protobuf/reflect";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { CreateCryptoKeyRequestSchema, UpdateCryptoKeyRequestSchema } from "../../gen/kms/v1/kms_pb.js";
+import { CreateCryptoKeyRequestSchema, EncryptRequestSchema, UpdateCryptoKeyRequestSchema } from "../../gen/kms/v1/kms_pb.js";
 import { MAX_EXTRA_VALUES, limitsOf } from "../../src/pipeline/message-limits.js";
 import type { MessageLimits } from "../../src/pipeline/message-limits.js";
 import { WireCount, countWire, countWireInTurns } from "../../src/transport/limits/wire-count.js";
@@ -196,7 +196,7 @@ describe("counting a request's elements on the wire", () => {
     const nestedRecord = fc.tuple(fc.integer({ min: 1, max: 8 }), fc.array(record, { maxLength: 6 })).map(([no, inner]) => delimited(no, inner.flat()));
     const message = fc.array(fc.oneof(record, nestedRecord, nestedRecord.map((r) => Array(40).fill(r).flat())), { maxLength: 30 }).map((rs) => new Uint8Array(rs.flat()));
     const anyBytes = fc.uint8Array({ maxLength: 200 });
-    for (const desc of [SampleDesc, NodeDesc, CreateCryptoKeyRequestSchema, UpdateCryptoKeyRequestSchema] as DescMessage[]) {
+    for (const desc of [SampleDesc, NodeDesc, CreateCryptoKeyRequestSchema, UpdateCryptoKeyRequestSchema, EncryptRequestSchema] as DescMessage[]) {
       const limits = limitsOf(desc);
       fc.assert(
         fc.property(fc.oneof(message, anyBytes), fc.integer({ min: 1, max: 40 }), (bytes, slice) => {

@@ -40,7 +40,7 @@ export function createConnectAdapter(options: ConnectAdapterOptions): ConnectAda
     interceptors: [pipelineInterceptor(table, logger, options.readMaxBytes)],
   });
   routes(router);
-  const settings = { table, jsonOptions: options.jsonOptions, maxMessageBytes: options.readMaxBytes, logger };
+  const settings = { table, jsonOptions: options.jsonOptions, maxMessageBytes: options.readMaxBytes, logger, turns };
   const handlers = router.handlers.map((h) => wrapHandler(h, settings));
   const byPath = new Map(handlers.map((h) => [h.requestPath, h]));
 
@@ -67,7 +67,8 @@ export function createConnectAdapter(options: ConnectAdapterOptions): ConnectAda
       res.destroy();
       return;
     }
-    handler({ ...uReq, signal: fairSignal(uReq.signal, turns), body: fairBody(uReq.body, turns) })
+    // The body's failure reaches connect-node fairly too, through the counted body (counted-body.ts).
+    handler({ ...uReq, signal: fairSignal(uReq.signal, turns) })
       .then(async (uRes) => {
         // The peer left while the call ran: nothing is written (each write to a gone response makes an error), and
         // the answer's iterator is closed so that connect-node's cleanup in it runs.
@@ -90,15 +91,4 @@ function fairSignal(signal: AbortSignal, turns: FairTurns): AbortSignal {
   const fair = new AbortController();
   signal.addEventListener("abort", () => turns.run(() => fair.abort(signal.reason as unknown)), { once: true });
   return fair.signal;
-}
-
-// The request's body, whose failure (the peer left mid-body) reaches connect-node in a turn with room for it.
-async function* fairBody(body: UniversalServerRequest["body"], turns: FairTurns): AsyncIterable<Uint8Array> {
-  if (typeof body !== "object" || body === null || !(Symbol.asyncIterator in body)) return;
-  try {
-    yield* body;
-  } catch (err) {
-    await turns.slot();
-    throw err;
-  }
 }

@@ -28,6 +28,7 @@ import {
 import type { UniversalHandler, UniversalServerRequest, UniversalServerResponse } from "./connect-internals.js";
 import { refusalOf } from "./connect-refusals.js";
 import { countedRequest } from "./counted-body.js";
+import type { FairTurns } from "../fair-turns.js";
 import { callKey } from "./pipeline-interceptor.js";
 
 const ENVELOPE_BYTES = 5;
@@ -37,6 +38,8 @@ export interface WrapperSettings {
   jsonOptions: Partial<JsonWriteOptions>;
   maxMessageBytes: number;
   logger: Logger;
+  // Where the failure of a request's body waits for a turn with room (fair-turns.ts).
+  turns: FairTurns;
 }
 
 // Wraps one of the Connect router's handlers, for what happens outside the interceptor (and so outside the call
@@ -55,7 +58,7 @@ export function wrapHandler(handler: UniversalHandler, settings: WrapperSettings
   const refuseOverLimits = (violations: ViolationList): ConnectError => toConnectError(new CallError(statusPartsOf(overLimits(domain, violations)), false), null);
   const wrapped = async (req: UniversalServerRequest): Promise<UniversalServerResponse> => {
     const contextValues = (req.contextValues ??= createContextValues());
-    const res = await handler(countedRequest(req, entry.limits, settings.maxMessageBytes, refuseOverLimits));
+    const res = await handler(countedRequest(req, entry.limits, settings.maxMessageBytes, refuseOverLimits, settings.turns));
     // The caller is gone: nobody reads the answer, so it is not completed.
     if (req.signal.aborted) return res;
     // Copied: Connect answers some requests with shared response objects (415, 405) that must not change.

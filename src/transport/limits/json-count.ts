@@ -61,6 +61,19 @@ function isWhitespace(c: number | undefined): boolean {
   return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
 }
 
+// The closing quote of a string whose text starts at `from`: the first quote not escaped by an odd run of
+// backslashes, found by the native indexOf (a string of 1 KiB took the byte loop a third of the count); -1 if none.
+function closingQuote(buf: Uint8Array, from: number): number {
+  for (let at = from; ; ) {
+    const quote = buf.indexOf(QUOTE, at);
+    if (quote < 0) return -1;
+    let backslashes = 0;
+    while (quote - backslashes - 1 >= from && buf[quote - backslashes - 1] === BACKSLASH) backslashes++;
+    if (backslashes % 2 === 0) return quote;
+    at = quote + 1;
+  }
+}
+
 // Where the bytes stop being JSON: the count so far is the verdict.
 const STOP = Symbol("json count: not JSON");
 
@@ -294,15 +307,12 @@ class JsonWalk {
       }
       const c = buf[pos++]!;
       if (c === QUOTE) {
-        for (;;) {
-          if (pos >= length) {
-            this.pos = pos;
-            throw STOP;
-          }
-          const d = buf[pos++]!;
-          if (d === QUOTE) break;
-          if (d === BACKSLASH) pos++;
+        const end = closingQuote(buf, pos);
+        if (end < 0) {
+          this.pos = length;
+          throw STOP;
         }
+        pos = end + 1;
         if (depth === 1) empty = false;
       } else if (c === OPEN_OBJECT || c === OPEN_ARRAY) {
         depth++;
@@ -332,7 +342,8 @@ class JsonWalk {
     for (let pos = this.pos; pos < length; pos++) {
       const c = buf[pos];
       if (c === QUOTE) {
-        for (pos++; pos < length && buf[pos] !== QUOTE; pos++) if (buf[pos] === BACKSLASH) pos++;
+        const end = closingQuote(buf, pos + 1);
+        pos = end < 0 ? length : end;
       } else if (c === COMMA || c === OPEN_OBJECT || c === OPEN_ARRAY) extra++;
     }
     this.tally.extra += extra;
@@ -348,16 +359,9 @@ class JsonWalk {
 
   // From an opening quote to past the closing one; returns the position after the closing quote.
   private string(): number {
-    const buf = this.buf;
-    const length = buf.length;
-    let pos = this.pos + 1;
-    for (;;) {
-      if (pos >= length) throw STOP;
-      const c = buf[pos]!;
-      if (c === QUOTE) break;
-      pos += c === BACKSLASH ? 2 : 1;
-    }
-    this.pos = pos + 1;
+    const end = closingQuote(this.buf, this.pos + 1);
+    if (end < 0) throw STOP;
+    this.pos = end + 1;
     return this.pos;
   }
 
@@ -385,7 +389,8 @@ class JsonWalk {
     const buf = this.buf;
     let plain = end - start < 64;
     for (let i = start + 1; plain && i < end - 1; i++) if (buf[i]! >= 0x80 || buf[i] === BACKSLASH) plain = false;
-    if (plain) return String.fromCharCode(...buf.subarray(start + 1, end - 1));
+    // apply, not a spread: spreading a typed array goes through its iterator, several times slower.
+    if (plain) return String.fromCharCode.apply(null, buf.subarray(start + 1, end - 1) as unknown as number[]);
     try {
       return JSON.parse(utf8.decode(buf.subarray(start, end))) as string;
     } catch {
