@@ -13,8 +13,8 @@ const TIMER = Symbol("cloudplane.requestTimer");
 
 type TimedStream = http2.ServerHttp2Stream & { [TIMER]?: NodeJS.Timeout };
 
-// Streams opened together time out together: they are reset a few a turn (fair-turns.ts), so that a hundred of
-// them, each ending a call, do not hold up every other connection.
+// Streams opened together time out together: they are reset within a time budget per turn (fair-turns.ts), so
+// that a hundred of them, each ending a call, do not hold up every other connection.
 function expire(stream: TimedStream, turns: FairTurns): void {
   stream[TIMER] = undefined;
   turns.run(() => reset(stream));

@@ -16,7 +16,7 @@ export interface ConnectAdapterOptions extends Omit<ConnectRouterOptions, "inter
   routes(router: ConnectRouter): void;
   jsonOptions: Partial<JsonReadOptions & JsonWriteOptions>;
   readMaxBytes: number;
-  // Starts and ends of the calls Connect serves, a few a turn.
+  // Starts and ends of the calls Connect serves, within a time budget per turn.
   turns: FairTurns;
   // Requests for paths no handler serves (REST, probes).
   fallback(req: NodeRequest, res: NodeResponse): void;
@@ -50,7 +50,7 @@ export function createConnectAdapter(options: ConnectAdapterOptions): ConnectAda
       fallback(req, res);
       return;
     }
-    // Started, and ended when its peer leaves, a few calls a turn (fair-turns.ts).
+    // Started, and ended when its peer leaves, within a time budget per turn (fair-turns.ts).
     turns.run(() => serve(handler, req, res));
   }
 
