@@ -120,8 +120,9 @@ function checkGrpcStatus(status: Headers1): Verdict {
     return `grpc-message ${JSON.stringify(message)} is not percent-encoded`;
   }
   // HTTP/2 carries no leading or trailing whitespace in a header value, and gRPC does not percent-encode spaces: a
-  // message that ends in one (it quotes a caller's value) loses it in grpc-message.
-  if (shown !== decoded.message.trim()) return `grpc-message ${JSON.stringify(shown)} differs from the status message ${JSON.stringify(decoded.message)}`;
+  // message that ends in one (it quotes a caller's value) loses it in grpc-message. Other whitespace (a tab) is
+  // percent-encoded, so it stays: only spaces are trimmed here.
+  if (shown !== decoded.message.replace(/^ +| +$/g, "")) return `grpc-message ${JSON.stringify(shown)} differs from the status message ${JSON.stringify(decoded.message)}`;
   return checkErrorInfo(errorInfoOf(decoded.details));
 }
 
