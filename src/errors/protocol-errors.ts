@@ -2,6 +2,7 @@ import { Code } from "@connectrpc/connect";
 import { quoted } from "./caller-text.js";
 import { DomainError, invalidArgument } from "./domain-error.js";
 import type { ErrorDomain } from "./reasons.js";
+import type { ViolationList } from "./violation-list.js";
 
 // Refusals of a request that breaks a rule of its protocol, before any handler runs. One constructor each, used
 // by every adapter and by the completion of the errors Connect raises itself, so that a caller sees the same
@@ -17,6 +18,13 @@ export function requestTooLarge(domain: ErrorDomain, maxBytes: number): DomainEr
     message: `the request is larger than ${maxBytes} bytes`,
     violations: [{ subject: "request", description }],
   });
+}
+
+// A request over the limits its type declares (src/pipeline/message-limits.ts), found by counting its elements
+// before decoding it: the same INVALID_ARGUMENT the domain checks give for too many labels, one violation per
+// field over its bound.
+export function overLimits(domain: ErrorDomain, violations: ViolationList): DomainError {
+  return invalidArgument(domain, violations);
 }
 
 // What the body of each protocol must be, for the message of a body that is not.

@@ -69,3 +69,9 @@ export class ViolationList {
 function textOf(v: FieldViolation): string {
   return v.field === "" ? v.description : `${v.field}: ${v.description}`;
 }
+
+// The description of a repeated field over its bound, the same from the domain checks and from the counts the
+// adapters take before decoding (src/transport/limits/): "must hold at most 64 labels, got 1390000".
+export function tooManyItems(max: number, got: number, noun: string): string {
+  return `must hold at most ${max} ${noun}, got ${got}`;
+}

@@ -1,8 +1,9 @@
 import type { Duration, FieldMask } from "@bufbuild/protobuf/wkt";
 import { quoted } from "../errors/caller-text.js";
 import { invalidArgument } from "../errors/domain-error.js";
-import { ViolationList } from "../errors/violation-list.js";
-import { CryptoKeyVersion_Algorithm } from "../../gen/kms/v1/kms_pb.js";
+import { ViolationList, tooManyItems } from "../errors/violation-list.js";
+import { maxItemsOf } from "../pipeline/message-limits.js";
+import { CryptoKeySchema, CryptoKeyVersion_Algorithm, UpdateCryptoKeyRequestSchema } from "../../gen/kms/v1/kms_pb.js";
 import type { Page } from "../../gen/kms/v1/kms_pb.js";
 import type { Algorithm } from "./model.js";
 import type { KeyPage } from "../storage/kms-store.js";
@@ -17,9 +18,10 @@ const MAX_ROTATION_MS = 100 * 365.25 * 24 * 3600 * 1000;
 const PARENT_ID = /^[A-Za-z0-9._-]{1,64}$/;
 // Printable: no control, format, surrogate or unassigned characters.
 const PRINTABLE = /^[^\p{C}]+$/u;
-const MAX_LABELS = 64;
-// The updatable fields, with room for a caller that names some of them twice or in both name forms.
-const MAX_MASK_PATHS = 16;
+// Declared in proto/ as (cloudplane.api.v1.max_items), where the adapters count them before decoding a request;
+// checked here again for requests that reach the service some other way.
+const MAX_LABELS = maxItemsOf(CryptoKeySchema.field.labels);
+const MAX_MASK_PATHS = maxItemsOf(UpdateCryptoKeyRequestSchema.field.updateMask);
 
 export class Violations extends ViolationList {
   throwIfAny(): void {
@@ -60,7 +62,7 @@ export function checkDescription(v: Violations, field: string, description: stri
 
 export function checkLabels(v: Violations, field: string, labels: string[]): void {
   if (labels.length > MAX_LABELS) {
-    v.add(field, `must hold at most ${MAX_LABELS} labels, got ${labels.length}`);
+    v.add(field, tooManyItems(MAX_LABELS, labels.length, "labels"));
     return;
   }
   const seen = new Set<string>();
@@ -130,7 +132,7 @@ export function maskPathsOf(v: Violations, mask: FieldMask | undefined): Set<Upd
     return paths;
   }
   if (mask.paths.length > MAX_MASK_PATHS) {
-    v.add("updateMask", `must name at most ${MAX_MASK_PATHS} paths, got ${mask.paths.length}; allowed: ${ALLOWED_PATHS}`);
+    v.add("updateMask", tooManyItems(MAX_MASK_PATHS, mask.paths.length, "paths"));
     return paths;
   }
   for (const raw of mask.paths) {

@@ -1,6 +1,8 @@
 import type { DescMethod, DescService } from "@bufbuild/protobuf";
 import type { Call } from "./call.js";
 import type { ServedService, UnaryHandler } from "./handlers.js";
+import { limitsOf } from "./message-limits.js";
+import type { MessageLimits } from "./message-limits.js";
 import { policyOf } from "./method-policy.js";
 import type { MethodPolicy } from "./method-policy.js";
 import { compose } from "./stage.js";
@@ -11,14 +13,17 @@ export interface MethodEntry {
   // "/package.Service/Method", the path of gRPC, gRPC-web and Connect.
   readonly path: string;
   readonly policy: MethodPolicy;
+  // The bounds of its request message's repeated fields, which the adapters count before decoding a request.
+  readonly limits: MessageLimits;
   // Null for the methods only Connect serves (streams, and the infrastructure services of routes.ts).
   readonly handler: UnaryHandler | null;
   // The whole pipeline with the handler as its last step, composed once; null where `handler` is.
   readonly invoke: Next | null;
 }
 
-// Every method the server serves, found by path or descriptor, each with its policy read at start-up (which
-// refuses a method without one) and its pipeline.
+// Every method the server serves, found by path or descriptor, each with its policy and the limits of its request
+// read at start-up (which refuses a method without a policy, and a request with a repeated field without a bound)
+// and its pipeline.
 export class MethodTable {
   readonly #byPath = new Map<string, MethodEntry>();
 
@@ -42,7 +47,7 @@ export class MethodTable {
     if (this.#byPath.has(path)) throw new Error(`${path} is served twice`);
     const last = handler === null ? null : (call: Call): Outcome => handler(call.request, call);
     const invoke = last === null ? null : compose(this.stages, last);
-    this.#byPath.set(path, { method, path, policy: policyOf(method), handler, invoke });
+    this.#byPath.set(path, { method, path, policy: policyOf(method), limits: limitsOf(method.input), handler, invoke });
   }
 
   byPath(path: string): MethodEntry | undefined {

@@ -1,4 +1,5 @@
 import http2 from "node:http2";
+import type { FairTurns } from "./fair-turns.js";
 import { markServerReset } from "./reset-flood.js";
 
 // A request must arrive whole within the request timeout: a client that sends headers and then a body slowly or
@@ -12,8 +13,14 @@ const TIMER = Symbol("cloudplane.requestTimer");
 
 type TimedStream = http2.ServerHttp2Stream & { [TIMER]?: NodeJS.Timeout };
 
-function expire(stream: TimedStream): void {
+// Streams opened together time out together: they are reset within a time budget per turn (fair-turns.ts), so
+// that a hundred of them, each ending a call, do not hold up every other connection.
+function expire(stream: TimedStream, turns: FairTurns): void {
   stream[TIMER] = undefined;
+  turns.run(() => reset(stream));
+}
+
+function reset(stream: TimedStream): void {
   if (stream.destroyed || stream.closed || stream.readableEnded) return;
   markServerReset(stream);
   stream.close(http2.constants.NGHTTP2_CANCEL);
@@ -29,11 +36,11 @@ function stop(this: TimedStream): void {
   this.off("close", stop);
 }
 
-export function limitRequestTime(stream: http2.ServerHttp2Stream, timeoutMs: number): void {
+export function limitRequestTime(stream: http2.ServerHttp2Stream, timeoutMs: number, turns: FairTurns): void {
   // A request without a body (END_STREAM on its headers) is complete already.
   if (stream.readableEnded || stream.endAfterHeaders) return;
   const timed = stream as TimedStream;
-  timed[TIMER] = setTimeout(expire, timeoutMs, timed);
+  timed[TIMER] = setTimeout(expire, timeoutMs, timed, turns);
   stream.on("end", stop);
   stream.on("close", stop);
 }

@@ -87,6 +87,9 @@ const cases: [string, Probe][] = [
   ["gRPC two messages", grpc("GetCryptoKey", (s) => Buffer.concat([binary(GetCryptoKeyRequestSchema, { keyId: s.keyId }), binary(GetCryptoKeyRequestSchema, { keyId: s.keyId })]))],
   ["gRPC bad protobuf", grpc("CreateCryptoKey", () => frame(Buffer.from([0x0a, 0x05, 0x61])))],
   ["gRPC field violation", grpc("Encrypt", () => binary(EncryptRequestSchema, { keyId: "", keyVersionId: 0 }))],
+  // Counted before decoding (src/transport/limits/): 65 labels, and 1,001 unknown fields.
+  ["gRPC over a declared limit", grpc("CreateCryptoKey", () => binary(CreateCryptoKeyRequestSchema, { parentId: "p", labels: Array(65).fill("l") }))],
+  ["gRPC too many unknown fields", grpc("CreateCryptoKey", () => frame(Buffer.alloc(1_001 * 3).fill(Buffer.from([0xf8, 0x07, 0]))))],
   ["gRPC unknown resource", grpc("GetCryptoKey", () => binary(GetCryptoKeyRequestSchema, { keyId: "no-such-key" }))],
   ["gRPC state conflict", grpc("DisableCryptoKeyVersion", (s) => binary(DisableCryptoKeyVersionRequestSchema, { keyId: s.keyId, keyVersionId: 1 }))],
   ["gRPC internal", grpc("Encrypt", () => binary(EncryptRequestSchema, { keyId: FAULT, keyVersionId: 1, plaintext: Buffer.from("x") }))],
@@ -110,6 +113,7 @@ const cases: [string, Probe][] = [
   ["REST malformed JSON", rest("POST", () => "/v1/keys", () => '{"parentId": ')],
   ["REST unknown field", rest("POST", () => "/v1/keys", () => JSON.stringify({ parentId: "p", secretNote: 1 }))],
   ["REST field violation", rest("POST", () => "/v1/encrypt", () => JSON.stringify({ keyId: "", plaintext: "" }))],
+  ["REST over a declared limit", rest("POST", () => "/v1/keys", () => JSON.stringify({ parentId: "p", labels: Array(65).fill("l") }))],
   ["REST unknown resource", rest("GET", () => "/v1/keys/no-such-key")],
   ["REST state conflict", rest("POST", (s) => `/v1/keys/${s.keyId}/versions/1:disable`, () => "{}")],
   ["REST unauthenticated (no credentials)", rest("GET", (s) => `/v1/keys/${s.keyId}`, undefined, {}, false)],

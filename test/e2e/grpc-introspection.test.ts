@@ -18,6 +18,7 @@ import { KeyManagerService } from "../../gen/kms/v1/kms_pb.js";
 import { createLogger } from "../../src/logger.js";
 import { MethodTable } from "../../src/pipeline/method-table.js";
 import { stagesWithoutAccess } from "../support/method-table.js";
+import { FairTurns } from "../../src/transport/fair-turns.js";
 import { createConnectAdapter } from "../../src/transport/connect/connect-adapter.js";
 import { createHealthService, HealthStatus } from "../../src/transport/grpc/health-service.js";
 import { createReflectionServices } from "../../src/transport/grpc/reflection-service.js";
@@ -95,6 +96,7 @@ async function startServer(): Promise<TestServer> {
     shutdownSignal: shutdown.signal,
     jsonOptions: {},
     readMaxBytes: 4 * 1024 * 1024,
+    turns: new FairTurns(8, (err) => logger.warn({ err }, "call failed")),
     fallback: (_req, res) => {
       res.writeHead(404);
       res.end();

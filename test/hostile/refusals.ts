@@ -1,5 +1,6 @@
 import http from "node:http";
 import http2 from "node:http2";
+import { gzipSync } from "node:zlib";
 import { fromBinary } from "@bufbuild/protobuf";
 import type { DescMessage, MessageShape } from "@bufbuild/protobuf";
 import { BadRequestSchema, ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
@@ -52,15 +53,24 @@ function refusalOf(ms: number, httpStatus: number, code: number, message: string
   return { ms, httpStatus, code, message, reason: find(ErrorInfoSchema)?.reason ?? "", violations, bytes };
 }
 
-// A unary gRPC call on an HTTP/2 session of its own.
-export function grpcCall(url: string, path: string, message: Uint8Array): Promise<Refusal> {
-  const body = frame(message);
+// A message gzip-compressed in its envelope (flag 1), as a client sends it with grpc-encoding: gzip.
+export function gzipFrame(message: Uint8Array): Buffer {
+  const framed = frame(gzipSync(message));
+  framed[0] = 1;
+  return framed;
+}
+
+// A unary gRPC call on an HTTP/2 session of its own; `gzip` sends the message compressed (which connect-node
+// serves, not the gRPC adapter).
+export function grpcCall(url: string, path: string, message: Uint8Array, options: { gzip?: boolean } = {}): Promise<Refusal> {
+  const body = options.gzip === true ? gzipFrame(message) : frame(message);
   return new Promise((resolve, reject) => {
     const session = http2.connect(url);
     session.on("error", reject);
     const started = performance.now();
     const timer = setTimeout(() => session.destroy(new Error(`no answer to ${path} in ${CALL_TIMEOUT_MS} ms`)), CALL_TIMEOUT_MS);
-    const req = session.request({ ":method": "POST", ":path": path, "content-type": "application/grpc", te: "trailers", ...adminAuth(url) });
+    const encoding = options.gzip === true ? { "grpc-encoding": "gzip" } : {};
+    const req = session.request({ ":method": "POST", ":path": path, "content-type": "application/grpc", te: "trailers", ...adminAuth(url), ...encoding });
     let fields: http2.IncomingHttpHeaders = {};
     let received = 0;
     req.on("response", (headers) => (fields = { ...fields, ...headers }));
@@ -85,15 +95,31 @@ export function grpcCall(url: string, path: string, message: Uint8Array): Promis
   });
 }
 
+// A unary gRPC-web call over HTTP/1.1: the status is in the trailer frame (flag 0x80) that ends the body.
+export async function grpcWebCall(url: string, path: string, message: Uint8Array): Promise<Refusal> {
+  const res = await httpCall(url, "POST", path, frame(message), "application/grpc-web+proto");
+  const body = res.bytes;
+  let at = 0;
+  while (at + 5 <= body.length && body[at] !== 0x80) at += 5 + body.readUInt32BE(at + 1);
+  const trailer = body.subarray(at + 5, at + 5 + body.readUInt32BE(at + 1)).toString();
+  const fields = Object.fromEntries(trailer.split("\r\n").filter((l) => l !== "").map((l) => [l.slice(0, l.indexOf(":")).toLowerCase(), l.slice(l.indexOf(":") + 1).trim()]));
+  const status = fromBinary(StatusSchema, Buffer.from(fields["grpc-status-details-bin"] ?? "", "base64"));
+  const details = status.details.map((any) => ({ typeName: typeNameOf(any.typeUrl), value: any.value }));
+  return refusalOf(res.ms, res.status, Number(fields["grpc-status"]), decodeURIComponent(fields["grpc-message"] ?? ""), details, body.length);
+}
+
 // An HTTP/1.1 request on a connection of its own.
-function httpCall(url: string, method: string, path: string, body: Buffer | undefined, contentType: string): Promise<{ ms: number; status: number; text: string }> {
+function httpCall(url: string, method: string, path: string, body: Buffer | undefined, contentType: string): Promise<{ ms: number; status: number; text: string; bytes: Buffer }> {
   return new Promise((resolve, reject) => {
     const headers = { ...adminAuth(url), ...(body === undefined ? {} : { "content-type": contentType, "content-length": body.length }) };
     const started = performance.now();
     const req = http.request(`${url}${path}`, { method, headers, agent: false, timeout: CALL_TIMEOUT_MS }, (res) => {
       const chunks: Buffer[] = [];
       res.on("data", (chunk: Buffer) => chunks.push(chunk));
-      res.on("end", () => resolve({ ms: performance.now() - started, status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString() }));
+      res.on("end", () => {
+        const bytes = Buffer.concat(chunks);
+        resolve({ ms: performance.now() - started, status: res.statusCode ?? 0, text: bytes.toString(), bytes });
+      });
       res.on("error", reject);
     });
     req.on("timeout", () => req.destroy(new Error(`no answer to ${method} ${path} in ${CALL_TIMEOUT_MS} ms`)));

@@ -85,7 +85,7 @@ describe("updateMask", () => {
   it("refuses more than 16 paths with one violation, before looking at any", () => {
     const paths = Array.from({ length: 100_000 }, (_, i) => `p${i}`);
     const { violations } = violationsOf((v) => expect(maskPathsOf(v, mask(paths)).size).toBe(0));
-    expect(violations).toEqual([{ field: "updateMask", description: `must name at most 16 paths, got 100000; ${ALLOWED}` }]);
+    expect(violations).toEqual([{ field: "updateMask", description: "must hold at most 16 paths, got 100000" }]);
   });
 
   it("accepts 16 paths, repeated names included", () => {

@@ -6,6 +6,7 @@ import {
   FieldDescriptorProtoSchema,
   FieldDescriptorProto_Label,
   FieldDescriptorProto_Type,
+  FieldOptionsSchema,
   FileDescriptorProtoSchema,
   MethodOptionsSchema,
   ServiceOptionsSchema,
@@ -15,7 +16,7 @@ import {
   file_google_protobuf_timestamp,
   file_google_protobuf_wrappers,
 } from "@bufbuild/protobuf/wkt";
-import { MethodPolicySchema, ServicePolicySchema, method_policy, service_policy } from "../../gen/cloudplane/api/v1/policy_pb.js";
+import { MethodPolicySchema, ServicePolicySchema, max_items, method_policy, service_policy } from "../../gen/cloudplane/api/v1/policy_pb.js";
 import { http } from "../../gen/google/api/annotations_pb.js";
 import { HttpRuleSchema } from "../../gen/google/api/http_pb.js";
 
@@ -31,7 +32,13 @@ function field(
   type: FieldDescriptorProto_Type,
   opts: { typeName?: string; repeated?: boolean; oneofIndex?: number } = {},
 ): MessageInitShape<typeof FieldDescriptorProtoSchema> {
+  // Every repeated field and FieldMask of a request declares its bound (src/pipeline/message-limits.ts); these are
+  // far above what the tests send.
+  const bounded = opts.repeated === true || opts.typeName === ".google.protobuf.FieldMask";
+  const options = create(FieldOptionsSchema);
+  if (bounded) setExtension(options, max_items, 1000);
   return {
+    options,
     name,
     number,
     type,

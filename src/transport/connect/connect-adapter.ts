@@ -6,7 +6,8 @@ import type { Logger } from "pino";
 import type { MethodTable } from "../../pipeline/method-table.js";
 import { acceptedCompressions } from "../compression.js";
 import type { NodeRequest, NodeResponse } from "../node-types.js";
-import type { UniversalHandler } from "./connect-internals.js";
+import type { FairTurns } from "../fair-turns.js";
+import type { UniversalHandler, UniversalServerRequest } from "./connect-internals.js";
 import { wrapHandler } from "./handler-wrapper.js";
 import { addressKey, pipelineInterceptor } from "./pipeline-interceptor.js";
 
@@ -15,6 +16,8 @@ export interface ConnectAdapterOptions extends Omit<ConnectRouterOptions, "inter
   routes(router: ConnectRouter): void;
   jsonOptions: Partial<JsonReadOptions & JsonWriteOptions>;
   readMaxBytes: number;
+  // Starts and ends of the calls Connect serves, within a time budget per turn.
+  turns: FairTurns;
   // Requests for paths no handler serves (REST, probes).
   fallback(req: NodeRequest, res: NodeResponse): void;
   logger: Logger;
@@ -30,14 +33,14 @@ export interface ConnectAdapter {
 // What connect-node's connectNodeAdapter does (route by path, convert the Node request and response), with the
 // pipeline interceptor on every call and each of the router's handlers wrapped by wrapHandler.
 export function createConnectAdapter(options: ConnectAdapterOptions): ConnectAdapter {
-  const { routes, fallback, logger, table, ...routerOptions } = options;
+  const { routes, fallback, logger, table, turns, ...routerOptions } = options;
   const router = createConnectRouter({
     acceptCompression: acceptedCompressions,
     ...routerOptions,
     interceptors: [pipelineInterceptor(table, logger, options.readMaxBytes)],
   });
   routes(router);
-  const settings = { table, jsonOptions: options.jsonOptions, maxMessageBytes: options.readMaxBytes, logger };
+  const settings = { table, jsonOptions: options.jsonOptions, maxMessageBytes: options.readMaxBytes, logger, turns };
   const handlers = router.handlers.map((h) => wrapHandler(h, settings));
   const byPath = new Map(handlers.map((h) => [h.requestPath, h]));
 
@@ -49,10 +52,33 @@ export function createConnectAdapter(options: ConnectAdapterOptions): ConnectAda
       fallback(req, res);
       return;
     }
-    const contextValues = createContextValues();
-    contextValues.set(addressKey, req.socket);
-    handler(universalRequestFromNodeRequest(req, res, undefined, contextValues))
-      .then((uRes) => universalResponseToNodeResponse(uRes, res))
+    // Started, and ended when its peer leaves, within a time budget per turn (fair-turns.ts).
+    turns.run(() => serve(handler, req, res));
+  }
+
+  function serve(handler: UniversalHandler, req: NodeRequest, res: NodeResponse): void {
+    // Gone while it waited for its turn: nobody is left to answer.
+    if (res.destroyed) return;
+    let uReq: UniversalServerRequest;
+    try {
+      const contextValues = createContextValues();
+      contextValues.set(addressKey, req.socket);
+      uReq = universalRequestFromNodeRequest(req, res, undefined, contextValues);
+    } catch (err) {
+      // A request Node let through without an authority; this may run in a later turn, outside the server's
+      // request listener, so it is dropped here.
+      logger.warn({ err }, "dropped a call Connect could not read");
+      res.destroy();
+      return;
+    }
+    // The body's failure reaches connect-node fairly too, through the counted body (counted-body.ts).
+    handler({ ...uReq, signal: fairSignal(uReq.signal, turns) })
+      .then(async (uRes) => {
+        // The peer left while the call ran: nothing is written (each write to a gone response makes an error), and
+        // the answer's iterator is closed so that connect-node's cleanup in it runs.
+        if (res.destroyed) await uRes.body?.[Symbol.asyncIterator]().return?.();
+        else await universalResponseToNodeResponse(uRes, res);
+      })
       .catch((reason: unknown) => {
         // Aborted, or the response could not be written: the client went away, nothing is left to answer.
         if (ConnectError.from(reason).code === Code.Aborted || res.destroyed) return;
@@ -61,4 +87,12 @@ export function createConnectAdapter(options: ConnectAdapterOptions): ConnectAda
       });
   }
   return { handle, handlers };
+}
+
+// The request's signal, aborted in a turn with room for it: a dropped connection aborts all its calls at once,
+// and each one's teardown in connect-node costs about as much as its start.
+function fairSignal(signal: AbortSignal, turns: FairTurns): AbortSignal {
+  const fair = new AbortController();
+  signal.addEventListener("abort", () => turns.run(() => fair.abort(signal.reason as unknown)), { once: true });
+  return fair.signal;
 }

@@ -10,6 +10,7 @@ export {
   createTransport,
   errorFromJsonBytes,
   errorToJsonBytes,
+  parseContentType as parseConnectContentType,
 } from "@connectrpc/connect/protocol-connect";
 export {
   contentTypeJson as grpcContentTypeJson,

@@ -26,6 +26,8 @@ export interface RefusalContext {
 // - after the pipeline started: a deadline Connect enforced; anything else failed in writing our answer, a fault
 //   of ours.
 export function refusalOf(error: ConnectError, whileReading: boolean, ctx: RefusalContext): CallError {
+  // Ours already, passed through Connect: a refusal of the body Connect reads (counted-body.ts).
+  if (error.cause instanceof CallError) return error.cause;
   const { domain } = ctx;
   if (error.code === Code.DeadlineExceeded) return ours(deadlineExceeded(domain));
   if (!whileReading) return internalCallError(domain, ctx.requestId);

@@ -2,8 +2,12 @@ import type { JsonWriteOptions } from "@bufbuild/protobuf";
 import { Code, ConnectError, createContextValues } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import { ErrorInfoSchema } from "../../../gen/google/rpc/error_details_pb.js";
+import { overLimits } from "../../errors/protocol-errors.js";
+import { statusPartsOf } from "../../errors/status-details.js";
 import { toConnectError } from "../../errors/to-connect-error.js";
+import type { ViolationList } from "../../errors/violation-list.js";
 import { requestIdOf } from "../../pipeline/call.js";
+import { CallError } from "../../pipeline/call-error.js";
 import type { MethodTable } from "../../pipeline/method-table.js";
 import { grpcStatusHeaders } from "../grpc/grpc-status.js";
 import {
@@ -23,6 +27,8 @@ import {
 } from "./connect-internals.js";
 import type { UniversalHandler, UniversalServerRequest, UniversalServerResponse } from "./connect-internals.js";
 import { refusalOf } from "./connect-refusals.js";
+import { countedRequest } from "./counted-body.js";
+import type { FairTurns } from "../fair-turns.js";
 import { callKey } from "./pipeline-interceptor.js";
 import { capTimeoutHeaders } from "./timeout-headers.js";
 import { unwrittenStatusResponse } from "./unwritten-status.js";
@@ -34,6 +40,8 @@ export interface WrapperSettings {
   jsonOptions: Partial<JsonWriteOptions>;
   maxMessageBytes: number;
   logger: Logger;
+  // Where the failure of a request's body waits for a turn with room (fair-turns.ts).
+  turns: FairTurns;
 }
 
 // Wraps one of the Connect router's handlers, for what happens outside the interceptor (and so outside the call
@@ -47,18 +55,24 @@ export interface WrapperSettings {
 // gRPC-web trailer frame. A caller's timeout is capped before Connect reads it, so that Connect's own deadline
 // timer cannot overflow (timeout-headers.ts).
 export function wrapHandler(handler: UniversalHandler, settings: WrapperSettings): UniversalHandler {
-  const domain = settings.table.of(handler.method).policy.domain;
+  const entry = settings.table.of(handler.method);
+  const domain = entry.policy.domain;
+  // A request over the limits of its type, counted on its bytes before Connect decodes it (counted-body.ts).
+  const refuseOverLimits = (violations: ViolationList): ConnectError => toConnectError(new CallError(statusPartsOf(overLimits(domain, violations)), false), null);
   const wrapped = async (req: UniversalServerRequest): Promise<UniversalServerResponse> => {
     const contextValues = (req.contextValues ??= createContextValues());
     const contentType = req.header.get("content-type") ?? "";
     // Before Connect arms its deadline timer from them (timeout-headers.ts).
     capTimeoutHeaders(req.header);
-    const res = await handler(req).catch((thrown: unknown) => {
+    const counted = countedRequest(req, entry.limits, settings.maxMessageBytes, refuseOverLimits, settings.turns);
+    const res = await handler(counted).catch((thrown: unknown) => {
       // A gRPC status Connect failed to write (unwritten-status.ts); a caller that went away needs none.
       const answer = req.signal.aborted ? undefined : unwrittenStatusResponse(contentType, thrown);
       if (answer === undefined) throw thrown;
       return answer;
     });
+    // The caller is gone: nobody reads the answer, so it is not completed.
+    if (req.signal.aborted) return res;
     // Copied: Connect answers some requests with shared response objects (415, 405) that must not change.
     const header = new Headers(res.header);
     // Set by the pipeline's request-id stage when the call reached it; a call refused before gets one here.

@@ -1,7 +1,7 @@
 import http2 from "node:http2";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import type { Logger } from "pino";
-import { invalidTimeout, malformedBody, notOneMessage, requestTooLarge } from "../../errors/protocol-errors.js";
+import { invalidTimeout, malformedBody, notOneMessage, overLimits, requestTooLarge } from "../../errors/protocol-errors.js";
 import { statusPartsOf } from "../../errors/status-details.js";
 import { toConnectError } from "../../errors/to-connect-error.js";
 import { Call, requestIdOf } from "../../pipeline/call.js";
@@ -9,6 +9,8 @@ import { CallError, callErrorOf } from "../../pipeline/call-error.js";
 import type { MethodEntry, MethodTable } from "../../pipeline/method-table.js";
 import { parseTimeout } from "../../pipeline/stages/deadline.js";
 import { NodeHeaders } from "../header-source.js";
+import type { ViolationList } from "../../errors/violation-list.js";
+import { WIRE_SLICE_BYTES, countWire, countWireInTurns } from "../limits/wire-count.js";
 import { canRespond, respondIfPresent, stopReading } from "../peer-gone.js";
 import { grpcStatusHeaders } from "./grpc-status.js";
 
@@ -102,7 +104,7 @@ function onWantTrailers(this: PendingStream): void {
 }
 
 // gRPC unary calls of every method the pipeline has a handler for, served straight on the HTTP/2 stream: the
-// envelope, fromBinary, the pipeline, and toBinary (or the method's own encoder). Connect's general handler costs
+// envelope, the count of its elements (src/transport/limits/), fromBinary, the pipeline, and toBinary (or the method's own encoder). Connect's general handler costs
 // several times the work of most calls (async iterables, abort signals, header conversions), as the benchmark
 // against plain grpc-js and a bare http2 handler showed. What a caller sees is the same as from Connect, which
 // CI checks by running the same tests both ways (CALL_PATH=connect). Anything else (streams, gRPC-web, Connect,
@@ -158,9 +160,37 @@ export class GrpcUnaryAdapter {
       this.refuse(stream, pending, new CallError(statusPartsOf(notOneMessage(domain)), false));
       return;
     }
+    if (payload === "malformed") {
+      this.refuse(stream, pending, new CallError(statusPartsOf(malformedBody(domain, "grpc")), false));
+      return;
+    }
+    // Counted before decoding: a message of a million elements costs a scan of its bytes, not a million strings;
+    // a large one is counted a slice a turn, so that it does not hold up the other connections.
+    if (payload.length <= WIRE_SLICE_BYTES) {
+      this.decode(stream, pending, payload, countWire(entry.limits, payload));
+      return;
+    }
+    countWireInTurns(entry.limits, payload).then(
+      (over) => this.decode(stream, pending, payload, over),
+      (err: unknown) => {
+        this.logger.error({ err }, "counting a request failed");
+        stream.destroy();
+      },
+    );
+  }
+
+  // Decodes a counted request and runs its call.
+  private decode(stream: http2.ServerHttp2Stream, pending: PendingCall, payload: Uint8Array, over: ViolationList | null): void {
+    // The peer may have left while a large request was counted.
+    if (!canRespond(stream)) return;
+    const { entry } = pending;
+    const domain = entry.policy.domain;
+    if (over !== null) {
+      this.refuse(stream, pending, new CallError(statusPartsOf(overLimits(domain, over)), false));
+      return;
+    }
     let request;
     try {
-      if (payload === "malformed") throw new Error("malformed envelope");
       request = fromBinary(entry.method.input, payload);
     } catch {
       this.refuse(stream, pending, new CallError(statusPartsOf(malformedBody(domain, "grpc")), false));

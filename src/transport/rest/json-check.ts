@@ -4,6 +4,7 @@ import { hasCustomJsonRepresentation } from "@bufbuild/protobuf/wkt";
 import { quoted } from "../../errors/caller-text.js";
 import { findField } from "./field-path.js";
 import { badRequest } from "./rest-errors.js";
+import type { BadRequest } from "./rest-errors.js";
 
 // protobuf-es reports what is wrong in a JSON request only by the fully qualified name of a field, and its
 // message may quote the offending value (which can be plaintext or key material). These walks over the JSON, led
@@ -36,6 +37,11 @@ function join(path: string, name: string): string {
   return path === "" ? name : `${path}.${name}`;
 }
 
+// A member of a request object that its message does not have, named by its JSON path.
+export function unknownField(path: string, name: string, typeName: string): BadRequest {
+  return badRequest("UNKNOWN_FIELD", path, `unknown field ${quoted(name)} in ${typeName}`);
+}
+
 // Throws INVALID_ARGUMENT UNKNOWN_FIELD for the first name the message does not have, and REQUEST_INVALID for a
 // field given twice (proto and JSON name) or two members of one oneof. Paths use the names as the caller wrote them.
 export function checkJsonFields(desc: DescMessage, json: JsonObject, path: string): void {
@@ -51,7 +57,7 @@ export function checkJsonFields(desc: DescMessage, json: JsonObject, path: strin
     const key = keys[i]!;
     const value = json[key] ?? null;
     const field = findField(desc, key);
-    if (field === undefined) throw badRequest("UNKNOWN_FIELD", join(path, key), `unknown field ${quoted(key)} in ${desc.typeName}`);
+    if (field === undefined) throw unknownField(join(path, key), key, desc.typeName);
     if (seen === null && key !== field.jsonName) {
       seen = new Map();
       for (let j = 0; j < i; j++) seen.set(findField(desc, keys[j]!)!, keys[j]!);

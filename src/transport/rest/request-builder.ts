@@ -2,13 +2,14 @@ import { equals, fromJson } from "@bufbuild/protobuf";
 import type { DescField, DescMessage, JsonObject, JsonValue, Message } from "@bufbuild/protobuf";
 import { reflect } from "@bufbuild/protobuf/reflect";
 import type { ReflectMessage } from "@bufbuild/protobuf/reflect";
+import { UnknownJsonField, countJson } from "../limits/json-count.js";
 import { textToJson } from "./field-path.js";
 import type { FieldChain } from "./field-path.js";
 import { describeExpected } from "./field-description.js";
 import { bytesFieldsOf, decodePlainBase64 } from "./json-bytes.js";
-import { checkJsonFields, findInvalidValue, isJsonObject } from "./json-check.js";
+import { checkJsonFields, findInvalidValue, isJsonObject, unknownField } from "./json-check.js";
 import { queryToJson } from "./query-params.js";
-import { badRequest } from "./rest-errors.js";
+import { LimitsExceeded, badRequest } from "./rest-errors.js";
 import type { RestRoute } from "./route-table.js";
 
 export interface RequestParts {
@@ -30,7 +31,12 @@ export function buildRequestMessage(req: RequestParts): Message {
   const { route } = req;
   const desc = route.method.input;
   const json = bodyToJson(req);
-  if (req.query !== null) Object.assign(json, queryToJson(route, req.query));
+  if (req.query !== null) {
+    const query = queryToJson(route, req.query);
+    // The query's fields are not the body's: their repeated parameters are counted on their own.
+    if (Object.keys(query).length > 0) countElements(route, Buffer.from(JSON.stringify(query)), undefined);
+    Object.assign(json, query);
+  }
   checkJsonFields(desc, json, "");
   const message = readJson(desc, json);
   route.pathFields.forEach((chain, i) => setPathValue(message, desc, chain, req.pathValues[i] ?? ""));
@@ -51,9 +57,6 @@ function bodyToJson(req: RequestParts): JsonObject {
       );
     }
     return {};
-  }
-  if (binding.kind === "none") {
-    throw badRequest("MALFORMED_BODY", "", "this method takes no request body; send the fields in the query string");
   }
   if (binding.kind === "field") return { [binding.field.jsonName]: parsed };
   if (!isJsonObject(parsed)) throw badRequest("MALFORMED_BODY", "", "the request body must be a JSON object");
@@ -81,12 +84,28 @@ function parseBody(req: RequestParts): JsonValue | undefined {
       `a request body must be sent with Content-Type: application/json, not ${req.contentType ?? "none"}`,
     );
   }
+  const { body: binding } = req.route;
+  if (binding.kind === "none") {
+    throw badRequest("MALFORMED_BODY", "", "this method takes no request body; send the fields in the query string");
+  }
+  // Counted before it is parsed: parsing is what a flood of 4 MB costs.
+  countElements(req.route, req.body, binding.kind === "field" ? binding.field : undefined);
   try {
     return JSON.parse(text) as JsonValue;
   } catch {
     // The parser's message quotes the input, which may be plaintext; say only what is wrong.
     throw badRequest("MALFORMED_BODY", "", "the request body is not valid JSON");
   }
+}
+
+// Refuses JSON over the limits of the route's request type: the first unknown member, as checkJsonFields would,
+// or the fields with too many elements.
+function countElements(route: RestRoute, json: Uint8Array, bodyField: DescField | undefined): void {
+  const { limits } = route.entry;
+  const field = bodyField === undefined ? undefined : limits.byNumber.get(bodyField.number);
+  const counted = countJson(limits, json, { unknownFields: "refuse", field });
+  if (counted instanceof UnknownJsonField) throw unknownField(counted.path, counted.name, counted.typeName);
+  if (counted !== null) throw new LimitsExceeded(counted);
 }
 
 function isJsonContentType(contentType: string | undefined): boolean {

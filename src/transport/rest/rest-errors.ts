@@ -1,5 +1,7 @@
 import { DomainError, invalidArgument, notFound } from "../../errors/domain-error.js";
+import { overLimits } from "../../errors/protocol-errors.js";
 import type { ErrorDomain, Reason } from "../../errors/reasons.js";
+import type { ViolationList } from "../../errors/violation-list.js";
 
 // Errors of the REST layer itself (routing, body, query string).
 
@@ -20,6 +22,19 @@ export class BadRequest extends Error {
   // Fields built from a caller's names are bounded by invalidArgument.
   toDomainError(domain: ErrorDomain): DomainError {
     return invalidArgument(domain, [{ field: this.field, description: this.description }], this.reason);
+  }
+}
+
+// A request over the limits its type declares, found by counting its JSON before parsing it
+// (src/transport/limits/json-count.ts): the same refusal every adapter gives, with the route's domain.
+export class LimitsExceeded extends Error {
+  constructor(readonly violations: ViolationList) {
+    super(violations.message());
+    this.name = "LimitsExceeded";
+  }
+
+  toDomainError(domain: ErrorDomain): DomainError {
+    return overLimits(domain, this.violations);
   }
 }
 

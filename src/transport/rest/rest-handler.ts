@@ -17,7 +17,7 @@ import { ClientGoneError, readBody } from "./body-reader.js";
 import { forwardRequestHeaders, responseHeadersOf } from "./http-headers.js";
 import { toRestJson } from "./json-any.js";
 import { buildRequestMessage } from "./request-builder.js";
-import { BadRequest, methodNotAllowed, routeNotFound } from "./rest-errors.js";
+import { BadRequest, LimitsExceeded, methodNotAllowed, routeNotFound } from "./rest-errors.js";
 import type { RestRoute, RouteLookup, RouteTable } from "./route-table.js";
 import { connectErrorToStatusJson, httpStatusOfError, retryAfterSeconds } from "./status-json.js";
 
@@ -57,7 +57,7 @@ export function createRestHandler(opts: RestHandlerOptions): RestHandler {
       write(req, res, requestId, outcome);
     } catch (thrown) {
       if (thrown instanceof ClientGoneError || res.destroyed) return;
-      const error = thrown instanceof BadRequest ? thrown.toDomainError(domain) : thrown;
+      const error = thrown instanceof BadRequest || thrown instanceof LimitsExceeded ? thrown.toDomainError(domain) : thrown;
       const callError = callErrorOf(error, domain, requestId);
       if (callError.internal) opts.logger.error({ requestId, err: thrown }, "REST request failed with an internal error");
       try {

@@ -4,7 +4,7 @@
 
 import type { GenEnum, GenExtension, GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
 import { enumDesc, extDesc, fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
-import type { MethodOptions, ServiceOptions } from "@bufbuild/protobuf/wkt";
+import type { FieldOptions, MethodOptions, ServiceOptions } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_descriptor } from "@bufbuild/protobuf/wkt";
 import type { Message } from "@bufbuild/protobuf";
 
@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file cloudplane/api/v1/policy.proto.
  */
 export const file_cloudplane_api_v1_policy: GenFile = /*@__PURE__*/
-  fileDesc("Ch5jbG91ZHBsYW5lL2FwaS92MS9wb2xpY3kucHJvdG8SEWNsb3VkcGxhbmUuYXBpLnYxIosBCgxNZXRob2RQb2xpY3kSEgoKcGVybWlzc2lvbhgBIAEoCRIUCgxsb25nX3J1bm5pbmcYAiABKAgSJwoFc2NvcGUYAyABKAsyGC5jbG91ZHBsYW5lLmFwaS52MS5TY29wZRIOCgZwdWJsaWMYBCABKAgSGAoQcmVxdWlyZXNfYXBpX2tleRgFIAEoCCKmAQoFU2NvcGUSKwoEa2luZBgBIAEoDjIdLmNsb3VkcGxhbmUuYXBpLnYxLlNjb3BlLktpbmQSDQoFZmllbGQYAiABKAkiYQoES2luZBIUChBLSU5EX1VOU1BFQ0lGSUVEEAASEQoNS01TX05BTUVTUEFDRRABEgsKB0tNU19LRVkQAhIUChBTRVJWSUNFX0lOU1RBTkNFEAMSDQoJV09SS1NQQUNFEAQiJQoNU2VydmljZVBvbGljeRIUCgxlcnJvcl9kb21haW4YASABKAk6ZgoNbWV0aG9kX3BvbGljeRIeLmdvb2dsZS5wcm90b2J1Zi5NZXRob2RPcHRpb25zGLiOAyABKAsyHy5jbG91ZHBsYW5lLmFwaS52MS5NZXRob2RQb2xpY3lSDG1ldGhvZFBvbGljeTpqCg5zZXJ2aWNlX3BvbGljeRIfLmdvb2dsZS5wcm90b2J1Zi5TZXJ2aWNlT3B0aW9ucxi4jgMgASgLMiAuY2xvdWRwbGFuZS5hcGkudjEuU2VydmljZVBvbGljeVINc2VydmljZVBvbGljeWIGcHJvdG8z", [file_google_protobuf_descriptor]);
+  fileDesc("Ch5jbG91ZHBsYW5lL2FwaS92MS9wb2xpY3kucHJvdG8SEWNsb3VkcGxhbmUuYXBpLnYxIosBCgxNZXRob2RQb2xpY3kSEgoKcGVybWlzc2lvbhgBIAEoCRIUCgxsb25nX3J1bm5pbmcYAiABKAgSJwoFc2NvcGUYAyABKAsyGC5jbG91ZHBsYW5lLmFwaS52MS5TY29wZRIOCgZwdWJsaWMYBCABKAgSGAoQcmVxdWlyZXNfYXBpX2tleRgFIAEoCCKmAQoFU2NvcGUSKwoEa2luZBgBIAEoDjIdLmNsb3VkcGxhbmUuYXBpLnYxLlNjb3BlLktpbmQSDQoFZmllbGQYAiABKAkiYQoES2luZBIUChBLSU5EX1VOU1BFQ0lGSUVEEAASEQoNS01TX05BTUVTUEFDRRABEgsKB0tNU19LRVkQAhIUChBTRVJWSUNFX0lOU1RBTkNFEAMSDQoJV09SS1NQQUNFEAQiJQoNU2VydmljZVBvbGljeRIUCgxlcnJvcl9kb21haW4YASABKAk6ZgoNbWV0aG9kX3BvbGljeRIeLmdvb2dsZS5wcm90b2J1Zi5NZXRob2RPcHRpb25zGLiOAyABKAsyHy5jbG91ZHBsYW5lLmFwaS52MS5NZXRob2RQb2xpY3lSDG1ldGhvZFBvbGljeTpqCg5zZXJ2aWNlX3BvbGljeRIfLmdvb2dsZS5wcm90b2J1Zi5TZXJ2aWNlT3B0aW9ucxi4jgMgASgLMiAuY2xvdWRwbGFuZS5hcGkudjEuU2VydmljZVBvbGljeVINc2VydmljZVBvbGljeTo8CgltYXhfaXRlbXMSHS5nb29nbGUucHJvdG9idWYuRmllbGRPcHRpb25zGLiOAyABKA1SCG1heEl0ZW1zYgZwcm90bzM", [file_google_protobuf_descriptor]);
 
 /**
  * How the call pipeline treats one RPC. Every method of a service the server
@@ -182,4 +182,17 @@ export const method_policy: GenExtension<MethodOptions, MethodPolicy> = /*@__PUR
  */
 export const service_policy: GenExtension<ServiceOptions, ServicePolicy> = /*@__PURE__*/
   extDesc(file_cloudplane_api_v1_policy, 1);
+
+/**
+ * The most elements a repeated or map field of a request may hold (for a
+ * field of type google.protobuf.FieldMask: the most paths). The server
+ * counts them on the wire before it decodes a request and refuses one over
+ * the bound as INVALID_ARGUMENT. Every repeated and map field reachable
+ * from the request message of a served method declares one; the server
+ * refuses to start when one is missing.
+ *
+ * @generated from extension: uint32 max_items = 51000;
+ */
+export const max_items: GenExtension<FieldOptions, number> = /*@__PURE__*/
+  extDesc(file_cloudplane_api_v1_policy, 2);
 

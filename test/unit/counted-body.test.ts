@@ -1,0 +1,131 @@
+import { gzipSync } from "node:zlib";
+import { create, toBinary } from "@bufbuild/protobuf";
+import { ConnectError } from "@connectrpc/connect";
+import { describe, expect, it } from "vitest";
+import { CreateCryptoKeyRequestSchema } from "../../gen/kms/v1/kms_pb.js";
+import type { ViolationList } from "../../src/errors/violation-list.js";
+import { limitsOf } from "../../src/pipeline/message-limits.js";
+import { countedRequest } from "../../src/transport/connect/counted-body.js";
+import { FairTurns } from "../../src/transport/fair-turns.js";
+import type { UniversalServerRequest } from "../../src/transport/connect/connect-internals.js";
+import { frame } from "../support/raw-grpc.js";
+
+// The body connect-node reads for the calls it serves: the request's bytes unchanged, each message counted
+// before the bytes that complete it are passed on.
+
+const LIMITS = limitsOf(CreateCryptoKeyRequestSchema);
+const MAX_BYTES = 4 * 1024 * 1024;
+
+class Refused extends ConnectError {
+  constructor(readonly violations: ViolationList) {
+    super(violations.message());
+  }
+}
+const refuse = (violations: ViolationList) => new Refused(violations);
+
+function request(contentType: string, chunks: Uint8Array[], extra: Record<string, string> = {}): UniversalServerRequest {
+  async function* body() {
+    yield* chunks;
+  }
+  return {
+    httpVersion: "2.0",
+    method: "POST",
+    url: "http://x/kms.v1.KeyManagerService/CreateCryptoKey",
+    header: new Headers({ "content-type": contentType, ...extra }),
+    body: body(),
+    signal: new AbortController().signal,
+  } as UniversalServerRequest;
+}
+
+// What the counted body passes on, or the refusal it ends with.
+async function read(req: UniversalServerRequest): Promise<Buffer | Refused> {
+  const counted = countedRequest(req, LIMITS, MAX_BYTES, refuse, null);
+  const out: Uint8Array[] = [];
+  try {
+    for await (const chunk of counted.body as AsyncIterable<Uint8Array>) out.push(chunk);
+  } catch (thrown) {
+    if (thrown instanceof Refused) return thrown;
+    throw thrown;
+  }
+  return Buffer.concat(out);
+}
+
+function splitAt(bytes: Buffer, ...cuts: number[]): Buffer[] {
+  const bounds = [0, ...cuts, bytes.length];
+  return bounds.slice(1).map((end, i) => bytes.subarray(bounds[i], end));
+}
+
+const message = (labels: number) => toBinary(CreateCryptoKeyRequestSchema, create(CreateCryptoKeyRequestSchema, { parentId: "p", labels: Array(labels).fill("l") }));
+const flood = "labels: must hold at most 64 labels, got 65";
+
+describe("the body connect-node reads", () => {
+  it("passes every envelope on unchanged, however the chunks cut it", async () => {
+    const body = Buffer.concat([frame(message(64)), frame(message(3))]);
+    for (let a = 0; a <= body.length; a += 7) {
+      for (const b of [a, a + 1, a + 5, body.length]) {
+        const out = await read(request("application/grpc", splitAt(body, a, Math.min(b, body.length))));
+        expect(out).toEqual(body);
+      }
+    }
+  });
+
+  it("ends with the refusal at the envelope over its limits, before passing on its last byte", async () => {
+    const ok = frame(message(1));
+    const over = frame(message(65));
+    for (let cut = 1; cut < over.length; cut += 11) {
+      const counted = countedRequest(request("application/grpc-web+proto", splitAt(Buffer.concat([ok, over]), ok.length + cut)), LIMITS, MAX_BYTES, refuse, null);
+      const it = (counted.body as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]();
+      expect((await it.next()).value).toEqual(Buffer.concat([ok, over]).subarray(0, ok.length + cut));
+      await expect(it.next()).rejects.toThrow(flood);
+    }
+  });
+
+  it("counts gzip-compressed envelopes, and leaves what Connect refuses to Connect", async () => {
+    const gz = frame(gzipSync(message(65)));
+    gz[0] = 1;
+    expect(await read(request("application/grpc", [gz], { "grpc-encoding": "gzip" }))).toMatchObject({ message: `[unknown] ${flood}` });
+    // An unknown compression, data that does not decompress, an envelope over the size limit: passed on.
+    expect(await read(request("application/grpc", [gz], { "grpc-encoding": "lz4" }))).toEqual(gz);
+    const garbage = Buffer.from([1, 0, 0, 0, 3, 1, 2, 3]);
+    expect(await read(request("application/grpc", [garbage], { "grpc-encoding": "gzip" }))).toEqual(garbage);
+    const huge = Buffer.from([0, 0xff, 0xff, 0xff, 0xff, 1, 2, 3]);
+    expect(await read(request("application/grpc", [huge]))).toEqual(huge);
+  });
+
+  it("counts a Connect unary body whole, binary or JSON, plain or compressed", async () => {
+    const binary = Buffer.from(message(65));
+    expect(await read(request("application/proto", splitAt(binary, 10, 20)))).toBeInstanceOf(Refused);
+    expect(await read(request("application/proto", [Buffer.from(message(64))]))).toEqual(Buffer.from(message(64)));
+    const json = Buffer.from(JSON.stringify({ parentId: "p", labels: Array(65).fill("l"), unknownMember: [1] }));
+    expect(await read(request("application/json", splitAt(json, 3)))).toBeInstanceOf(Refused);
+    expect(await read(request("application/json", [gzipSync(json)], { "content-encoding": "gzip" }))).toBeInstanceOf(Refused);
+    const streamed = frame(Buffer.from(JSON.stringify({ labels: Array(65).fill("l") })));
+    expect(await read(request("application/connect+json", [streamed]))).toBeInstanceOf(Refused);
+  });
+
+  it("passes the failure of the request's own body on in a turn with room for it", async () => {
+    const gone = new Error("the peer left");
+    async function* failing() {
+      yield frame(message(1)).subarray(0, 3);
+      throw gone;
+    }
+    const req = { ...request("application/grpc", []), body: failing() } as UniversalServerRequest;
+    // A budget of 0: every task waits for a later turn.
+    const turns = new FairTurns(0, (err) => {
+      throw err;
+    });
+    const it = (countedRequest(req, LIMITS, MAX_BYTES, refuse, turns).body as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]();
+    await it.next();
+    let settled = false;
+    const failed = it.next().finally(() => (settled = true));
+    await new Promise((resolve) => process.nextTick(resolve));
+    expect(settled).toBe(false);
+    await expect(failed).rejects.toBe(gone);
+  });
+
+  it("leaves alone what no protocol of Connect's reads", async () => {
+    const body = Buffer.from(message(65));
+    expect(await read(request("text/plain", [body]))).toEqual(body);
+    expect(await read(request("application/grpc-web-text", [body]))).toEqual(body);
+  });
+});

@@ -1,0 +1,189 @@
+import { fromJson } from "@bufbuild/protobuf";
+import type { DescMessage, JsonValue } from "@bufbuild/protobuf";
+import { reflect } from "@bufbuild/protobuf/reflect";
+import type { ReflectMessage } from "@bufbuild/protobuf/reflect";
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { CreateCryptoKeyRequestSchema, UpdateCryptoKeyRequestSchema } from "../../gen/kms/v1/kms_pb.js";
+import { MAX_EXTRA_VALUES, limitsOf } from "../../src/pipeline/message-limits.js";
+import type { MessageLimits } from "../../src/pipeline/message-limits.js";
+import { UnknownJsonField, countJson } from "../../src/transport/limits/json-count.js";
+import type { JsonCountOptions } from "../../src/transport/limits/json-count.js";
+import { SampleDesc } from "./limits-fixture.js";
+
+const CREATE = limitsOf(CreateCryptoKeyRequestSchema);
+const UPDATE = limitsOf(UpdateCryptoKeyRequestSchema);
+const SAMPLE = limitsOf(SampleDesc);
+const COUNT: JsonCountOptions = { unknownFields: "count" };
+const REFUSE: JsonCountOptions = { unknownFields: "refuse" };
+
+function count(limits: MessageLimits, body: string, options = COUNT) {
+  return countJson(limits, Buffer.from(body), options);
+}
+
+function violationsOf(limits: MessageLimits, body: string, options = COUNT) {
+  const verdict = count(limits, body, options);
+  if (verdict instanceof UnknownJsonField) throw new Error(`unknown field ${verdict.path}`);
+  return verdict?.violations() ?? [];
+}
+
+const extra = (n: number) => [{ field: "", description: `must hold at most 1000 unknown fields or fields given more than once, got ${n}` }];
+const items = (n: number, item: string) => Array(n).fill(item).join(",");
+
+describe("counting a JSON request's elements before parsing it", () => {
+  it("refuses 460,000 labels with the domain checks' words, and takes 64", () => {
+    expect(violationsOf(CREATE, `{"parentId":"flood","labels":[${items(460_000, '"\\u0000"')}]}`)).toEqual([
+      { field: "labels", description: "must hold at most 64 labels, got 460000" },
+    ]);
+    expect(count(CREATE, `{"parentId":"flood","labels":[${items(64, '"a"')}]}`)).toBeNull();
+    expect(count(CREATE, ` { "labels" : [ ${items(64, ' "a" ')} ] , "parent_id" : "p" } `)).toBeNull();
+    expect(violationsOf(CREATE, `{"labels":[${items(65, "1")}]}`)).toEqual([{ field: "labels", description: "must hold at most 64 labels, got 65" }]);
+    expect(count(CREATE, `{"labels":[]}`)).toBeNull();
+    expect(count(CREATE, `{"labels":null}`)).toBeNull();
+  });
+
+  it("names nested fields by their JSON path, and counts a mask's comma-separated paths", () => {
+    const body = JSON.stringify({ key: { labels: Array(65).fill("l") }, updateMask: Array(17).fill("name").join(",") });
+    expect(violationsOf(UPDATE, body)).toEqual([
+      { field: "key.labels", description: "must hold at most 64 labels, got 65" },
+      { field: "updateMask", description: "must hold at most 16 paths, got 17" },
+    ]);
+    expect(count(UPDATE, JSON.stringify({ updateMask: Array(16).fill("name").join(",") }))).toBeNull();
+    expect(count(UPDATE, `{"updateMask":""}`)).toBeNull();
+    // Commas written as escapes are commas all the same.
+    expect(violationsOf(UPDATE, `{"updateMask":"${Array(17).fill("name").join("\\u002c")}"}`)).toEqual([{ field: "updateMask", description: "must hold at most 16 paths, got 17" }]);
+  });
+
+  it("refuses the first unknown member by its path when asked to (REST), and counts them otherwise (Connect)", () => {
+    const body = `{"parentId":"p","f0":0,"f1":{"a":[1,2]}}`;
+    const refused = count(CREATE, body, REFUSE);
+    expect(refused).toBeInstanceOf(UnknownJsonField);
+    expect(refused).toMatchObject({ path: "f0", name: "f0", typeName: "kms.v1.CreateCryptoKeyRequest" });
+    expect(count(UPDATE, `{"key":{"name":"n","\\u0062ogus":1}}`, REFUSE)).toMatchObject({ path: "key.bogus", name: "bogus", typeName: "kms.v1.CryptoKey" });
+    expect(count(CREATE, body)).toBeNull();
+    const many = `{"parentId":"p",${Array.from({ length: 300_000 }, (_, i) => `"f${i}":0`).join(",")}}`;
+    expect(violationsOf(CREATE, many)).toEqual(extra(300_000));
+    expect(count(CREATE, `{${Array.from({ length: MAX_EXTRA_VALUES }, (_, i) => `"f${i}":0`).join(",")}}`)).toBeNull();
+  });
+
+  it("counts fields given twice, and arrays or objects where the type has none, with all they hold", () => {
+    expect(count(CREATE, `{"parentId":"a","parent_id":"b"}`)).toBeNull();
+    expect(violationsOf(CREATE, `{${items(2_000, '"parentId":"x"')}}`)).toEqual(extra(1_999));
+    expect(violationsOf(CREATE, "[".repeat(2_000_000) + "]".repeat(2_000_000))).toEqual(extra(2_000_001));
+    expect(violationsOf(CREATE, `{"labels":[${"[".repeat(5_000)}${"]".repeat(5_000)}]}`)).toEqual(extra(5_000));
+    expect(violationsOf(CREATE, `{"parentId":{"a":[${items(2_000, "0")}]}}`)).toEqual(extra(2_002));
+  });
+
+  it("counts lists and maps of messages element by element, and the rest of one over its bound", () => {
+    const body = JSON.stringify({
+      innerByKey: { a: { tags: ["1"] }, "b\"": { tags: ["1", "2", "3"] }, c: {}, d: {} },
+      inners: [{}, { tags: ["1", "2", "3"] }, { tags: Array(9).fill("x") }],
+      one: { tags: ["1", "2", "3"] },
+      mask: "a,b,c",
+      tags: { k: "v", l: "w", m: "x" },
+      nums: [1, 2, 3, 4, 5, 6],
+    });
+    expect(violationsOf(SAMPLE, body)).toEqual([
+      { field: 'innerByKey["b\\""].tags', description: "must hold at most 2 tags, got 3" },
+      { field: "inners[1].tags", description: "must hold at most 2 tags, got 3" },
+      { field: "nums", description: "must hold at most 5 nums, got 6" },
+      { field: "innerByKey", description: "must hold at most 3 inner by key, got 4" },
+      { field: "inners", description: "must hold at most 2 inners, got 3" },
+      { field: "one.tags", description: "must hold at most 2 tags, got 3" },
+      { field: "mask", description: "must hold at most 2 paths, got 3" },
+      { field: "tags", description: "must hold at most 2 tags, got 3" },
+    ]);
+    expect(violationsOf(SAMPLE, JSON.stringify({ inners: Array(100_000).fill({ tags: ["a"] }) }))).toEqual([
+      { field: "inners", description: "must hold at most 2 inners, got 100000" },
+    ]);
+  });
+
+  it("counts a body that is one field of the request (REST's body: \"field\")", () => {
+    const labels = CREATE.byName.get("labels")!;
+    expect(violationsOf(CREATE, `[${items(65, '"a"')}]`, { unknownFields: "refuse", field: labels })).toEqual([{ field: "labels", description: "must hold at most 64 labels, got 65" }]);
+  });
+
+  it("stops where the text stops being JSON, and never throws", () => {
+    const body = JSON.stringify({ parentId: "p", labels: Array(100).fill("a\\\"b"), key: { labels: ["x"] } });
+    for (let cut = 0; cut <= body.length; cut++) expect(() => count(UPDATE, body.slice(0, cut))).not.toThrow();
+    for (const garbage of ["", "}", "]", ":", ",", '"', '{"a"', '{"a":', '{"labels":[1,', "nul", "[", "{{", '{"key":{"labels":[[[', "\u0000"]) {
+      expect(() => count(UPDATE, garbage, REFUSE)).not.toThrow();
+    }
+    fc.assert(fc.property(fc.uint8Array({ maxLength: 300 }), (bytes) => void countJson(SAMPLE, bytes, COUNT)), { numRuns: 5_000 });
+  });
+
+  // The property the count exists for: a body it lets through either fails to parse and decode, or decodes within
+  // every bound and holds few values beyond its fields (so that parsing it cost little); and it never throws.
+  it("lets through only what decodes within bounds, or not at all (fast-check)", () => {
+    const names = (desc: DescMessage) => [...desc.fields.flatMap((f) => [f.name, f.jsonName]), "unknown"];
+    for (const desc of [SampleDesc, CreateCryptoKeyRequestSchema, UpdateCryptoKeyRequestSchema] as DescMessage[]) {
+      const limits = limitsOf(desc);
+      const key = fc.constantFrom(...names(desc), ...names(limits.byName.values().next().value!.message?.desc ?? desc));
+      const element = fc.oneof(fc.string({ maxLength: 3 }), fc.integer({ min: 0, max: 9 }), fc.object({ key, maxDepth: 1, maxKeys: 3 }), fc.jsonValue({ maxDepth: 2 }));
+      const value = fc.oneof(
+        fc.jsonValue({ maxDepth: 3 }),
+        // Lists of one kind of element, around the bounds (2, 3, 5, 64).
+        element.chain((e) => fc.array(fc.constant(e), { maxLength: 70 })),
+        fc.array(element, { maxLength: 8 }),
+        fc.array(fc.integer(), { minLength: 900, maxLength: 1_100 }),
+        fc.object({ key, maxDepth: 3, maxKeys: 12 }),
+        fc.dictionary(fc.string({ maxLength: 2 }), fc.object({ key, maxDepth: 1, maxKeys: 3 }), { maxKeys: 5 }),
+        fc.array(fc.constantFrom("a", "b", "c"), { maxLength: 20 }).map((p) => p.join(",")),
+      );
+      const body = fc.dictionary(key, value, { maxKeys: 10 }).map((o) => JSON.stringify(o));
+      const cut = fc.tuple(body, fc.nat()).map(([b, n]) => b.slice(0, n % (b.length + 1)));
+      fc.assert(
+        fc.property(fc.oneof(body, cut), (text) => {
+          const verdict = countJson(limits, Buffer.from(text), COUNT);
+          if (verdict !== null) return;
+          let parsed: JsonValue;
+          try {
+            parsed = JSON.parse(text) as JsonValue;
+          } catch {
+            return;
+          }
+          // The values of the fields (at most 64 labels, 16 paths ... and the fields themselves), and at most
+          // 1,000 beyond them.
+          expect(valuesIn(parsed)).toBeLessThanOrEqual(MAX_EXTRA_VALUES + 300);
+          let decoded;
+          try {
+            decoded = fromJson(desc, parsed, { ignoreUnknownFields: true });
+          } catch {
+            return;
+          }
+          expect(overBounds(reflect(desc, decoded))).toEqual([]);
+        }),
+        { numRuns: 1_000 },
+      );
+    }
+  });
+});
+
+function valuesIn(value: JsonValue): number {
+  if (Array.isArray(value)) return 1 + value.reduce<number>((n, v) => n + valuesIn(v), 0);
+  if (typeof value === "object" && value !== null) return 1 + Object.values(value).reduce<number>((n, v) => n + valuesIn(v), 0);
+  return 1;
+}
+
+function overBounds(message: ReflectMessage): string[] {
+  const limits = limitsOf(message.desc);
+  const over: string[] = [];
+  for (const field of message.fields) {
+    const limit = limits.byNumber.get(field.number)!;
+    if (field.fieldKind === "list") {
+      const list = message.get(field);
+      if (list.size > limit.max) over.push(field.name);
+      if (field.listKind === "message") for (const item of list) over.push(...overBounds(item as ReflectMessage));
+    } else if (field.fieldKind === "map") {
+      const map = message.get(field);
+      if (map.size > limit.max) over.push(field.name);
+      if (field.mapKind === "message") for (const [, v] of map) over.push(...overBounds(v as ReflectMessage));
+    } else if (field.fieldKind === "message" && message.isSet(field)) {
+      const child = message.get(field);
+      if (limit.mask) {
+        if ((child.message as unknown as { paths: string[] }).paths.length > limit.max) over.push(field.name);
+      } else over.push(...overBounds(child));
+    }
+  }
+  return over;
+}
