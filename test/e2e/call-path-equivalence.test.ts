@@ -24,10 +24,11 @@ import type { TestServer } from "../support/server.js";
 // same requests; for every class of error, and for successes, the callers see the same status, headers,
 // trailers and body, byte for byte once the parts that differ by nature (dates, generated key ids) are masked.
 
-const FAULT = "fault-injection";
-// Tests only: a fault of the server, for the class "internal".
+// A key version no test key has: an Encrypt naming it (with a key that exists, so that the access check lets the
+// call through to this stage) meets a fault of the server, for the class "internal".
+const FAULT = 424242;
 const injectFault: Stage = (call, next) => {
-  if ((call.request as { keyId?: unknown }).keyId === FAULT) throw new Error("injected fault");
+  if ((call.request as { keyVersionId?: unknown }).keyVersionId === FAULT) throw new Error("injected fault");
   return next(call);
 };
 
@@ -92,7 +93,7 @@ const cases: [string, Probe][] = [
   ["gRPC too many unknown fields", grpc("CreateCryptoKey", () => frame(Buffer.alloc(1_001 * 3).fill(Buffer.from([0xf8, 0x07, 0]))))],
   ["gRPC unknown resource", grpc("GetCryptoKey", () => binary(GetCryptoKeyRequestSchema, { keyId: "no-such-key" }))],
   ["gRPC state conflict", grpc("DisableCryptoKeyVersion", (s) => binary(DisableCryptoKeyVersionRequestSchema, { keyId: s.keyId, keyVersionId: 1 }))],
-  ["gRPC internal", grpc("Encrypt", () => binary(EncryptRequestSchema, { keyId: FAULT, keyVersionId: 1, plaintext: Buffer.from("x") }))],
+  ["gRPC internal", grpc("Encrypt", (s) => binary(EncryptRequestSchema, { keyId: s.keyId, keyVersionId: FAULT, plaintext: Buffer.from("x") }))],
   ["gRPC unauthenticated (a token the server never issued)", async (side) => {
     const res = await rawCall(side.server.url, "/kms.v1.KeyManagerService/GetCryptoKey", binary(GetCryptoKeyRequestSchema, { keyId: side.keyId }), { "x-request-id": "eq-1", authorization: "Bearer not-a-token" });
     return masked(side, { headers: res.headers, trailers: res.trailers, body: res.body.toString("base64") });
@@ -117,7 +118,7 @@ const cases: [string, Probe][] = [
   ["REST unknown resource", rest("GET", () => "/v1/keys/no-such-key")],
   ["REST state conflict", rest("POST", (s) => `/v1/keys/${s.keyId}/versions/1:disable`, () => "{}")],
   ["REST unauthenticated (no credentials)", rest("GET", (s) => `/v1/keys/${s.keyId}`, undefined, {}, false)],
-  ["REST internal", rest("POST", () => "/v1/encrypt", () => JSON.stringify({ keyId: FAULT, keyVersionId: 1, plaintext: "eA==" }))],
+  ["REST internal", rest("POST", () => "/v1/encrypt", (s) => JSON.stringify({ keyId: s.keyId, keyVersionId: FAULT, plaintext: "eA==" }))],
 ];
 
 describe("the direct adapters answer as connect-node does", () => {

@@ -333,7 +333,7 @@ describe("error messages as @grpc/grpc-js shows them", () => {
   }
 
   it.each([
-    ["/kms.v1.KeyManagerService/Encrypt", toBinary(EncryptRequestSchema, create(EncryptRequestSchema, { keyId: "k" }))],
+    ["/kms.v1.KeyManagerService/Encrypt", toBinary(EncryptRequestSchema, create(EncryptRequestSchema, {}))],
     [CREATE, toBinary(CreateCryptoKeyRequestSchema, create(CreateCryptoKeyRequestSchema, {}))],
   ])("%s: details read exactly as the google.rpc.Status message", async (path, request) => {
     const error = await failedCall(path, request);
