@@ -256,7 +256,8 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
   let h1: http.Server | null = null;
   if (config.tlsCertFile !== "") {
     const secure = http2.createSecureServer(
-      { cert: readFileSync(config.tlsCertFile), key: readFileSync(config.tlsKeyFile), allowHTTP1: true, settings: h2Settings },
+      // noDelay: for HTTP/1.1 over TLS, as for cleartext (listener.ts); HTTP/2 sessions set it themselves.
+      { cert: readFileSync(config.tlsCertFile), key: readFileSync(config.tlsKeyFile), allowHTTP1: true, settings: h2Settings, noDelay: true },
       handle,
     );
     applyHttp1Limits(secure, limits);

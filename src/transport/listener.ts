@@ -20,7 +20,11 @@ export function createCleartextListener(
   sockets: Set<net.Socket>,
   options: ListenerOptions,
 ): net.Server {
-  const server = net.createServer((socket) => {
+  // Nagle's algorithm off, as Node's http server has it on the connections it accepts itself (its noDelay default;
+  // HTTP/2 sessions turn it off on their own): these connections are accepted here and only handed over, so
+  // HTTP/1.1 ones kept it on. A response written in more than one piece could then wait for the client's delayed
+  // ACK.
+  const server = net.createServer({ noDelay: true }, (socket) => {
     sockets.add(socket);
     socket.once("close", () => sockets.delete(socket));
     socket.on("error", () => socket.destroy());
