@@ -33,9 +33,12 @@ import type { WireAnswer } from "../support/wire-call.js";
 // a burst), so once the attacker's requests exceed 1% of the caller's calls (some 4,000 a second), the caller's
 // p99 becomes that delay. We measured the same rise, 20-50% at 50-100 requests a second, with as many requests
 // that need no authentication at all (empty service_auth bodies, refused as invalid): it is the price of an HTTP
-// request on a single-threaded server, not of failed authentications. What the limiter adds is small: a blocked
-// source is refused before any secret is looked up or hashed (src/identity/failure-limiter.ts), and a refusal
-// costs about as much as an invalid request.
+// request on a single-threaded server, not of failed authentications; on a quiet machine, where the caller's p99
+// is about 0.65 ms, it was 1.7x against an idle server (CI, 2026-11-23). So the baseline slices carry the same rate
+// of ordinary requests (service_auth bodies refused as invalid, which count against no limit), and the test holds
+// the attack to within 20% of that: failed authentications must cost other callers no more than any request does.
+// What the limiter adds is small: a blocked client id is refused before any secret is looked up or hashed
+// (src/identity/failure-limiter.ts), and a refusal costs about as much as an invalid request.
 
 const LIMIT = 20;
 const ATTEMPTS = 1000;
@@ -102,7 +105,12 @@ beforeAll(async () => {
   resourcesBefore = resourceSnapshot(server.dataDir);
   auditBefore = auditRecords(server.dataDir).length;
   for (let round = 0; round < ROUNDS; round++) {
-    const quiet = async () => quietCalls.push(await callFor(QUIET_MS));
+    // The baseline: the caller under the same rate of ordinary requests (service_auth bodies refused as invalid,
+    // which count against no limit), so that what is compared is the cost of failed authentications.
+    const quiet = async () => {
+      const [times] = await Promise.all([callFor(QUIET_MS), attacker.attack(victim.clientId, PER_SLICE / 2, QUIET_MS, () => ({}))]);
+      quietCalls.push(times);
+    };
     const attack = async () => {
       const count = Math.min(PER_SLICE, ATTEMPTS - answers.length);
       const [times, got] = await Promise.all([callFor(ATTACK_MS), attacker.attack(victim.clientId, count, ATTACK_MS)]);
@@ -156,7 +164,7 @@ describe(`${ATTEMPTS} wrong client secrets for one client id, from one address`,
     expect(late.filter((a) => a.http !== 401 && a.http !== 429)).toEqual([]);
   });
 
-  it("slow the concurrent caller's p99 by at most 20% (median over groups of rounds of the p99 of their calls)", () => {
+  it("slow the concurrent caller's p99 by at most 20% against the same rate of ordinary requests (median over groups of rounds of the p99 of their calls)", () => {
     expect(quietCalls.length).toBe(ROUNDS);
     const groups = (slices: number[][]) => {
       const p99s: number[] = [];
@@ -165,8 +173,8 @@ describe(`${ATTEMPTS} wrong client secrets for one client id, from one address`,
     };
     const quiet = median(groups(quietCalls));
     const attacked = median(groups(attackCalls));
-    const calls = `${quietCalls.flat().length} quiet calls, ${attackCalls.flat().length} under attack`;
-    const summary = `p99 quiet ${quiet.toFixed(3)} ms, under attack ${attacked.toFixed(3)} ms (ratio ${(attacked / quiet).toFixed(2)}); ${calls}`;
+    const calls = `${quietCalls.flat().length} calls beside ordinary requests, ${attackCalls.flat().length} under attack`;
+    const summary = `p99 beside ordinary requests ${quiet.toFixed(3)} ms, under attack ${attacked.toFixed(3)} ms (ratio ${(attacked / quiet).toFixed(2)}); ${calls}`;
     console.info(summary);
     expect(attacked, summary).toBeLessThanOrEqual(quiet * 1.2);
   });
