@@ -6,6 +6,7 @@ import { codeToHttpStatus } from "../../src/transport/connect/connect-internals.
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import type { ErrorInfo } from "../../gen/google/rpc/error_details_pb.js";
 import { StatusSchema } from "../../gen/google/rpc/status_pb.js";
+import { connectCodes } from "../support/wire-call.js";
 import type { Answer, Headers1 } from "./wire.js";
 
 // What every answer must be, whatever was sent: an answer (no hang, no reset, no dropped connection), never a
@@ -22,25 +23,6 @@ const SERVER_FAULTS = new Map([
   [15, "DATA_LOSS"],
 ]);
 
-const connectCodes = [
-  "ok",
-  "canceled",
-  "unknown",
-  "invalid_argument",
-  "deadline_exceeded",
-  "not_found",
-  "already_exists",
-  "permission_denied",
-  "resource_exhausted",
-  "failed_precondition",
-  "aborted",
-  "out_of_range",
-  "unimplemented",
-  "internal",
-  "unavailable",
-  "data_loss",
-  "unauthenticated",
-];
 
 // A request id the caller may choose (src/pipeline/call.ts); anything else is replaced by a UUID, never echoed.
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;

@@ -36,7 +36,8 @@ export interface WireAnswer {
 
 const registry = createRegistry(file_google_rpc_error_details, computeJsonRegistry);
 
-const connectCodes = [
+// Connect's code names by google.rpc.Code number.
+export const connectCodes = [
   "ok",
   "canceled",
   "unknown",

@@ -5,8 +5,9 @@ import type { ServiceAuthResponse } from "../../../gen/compute/auth/v2/auth_pb.j
 import { AuthService } from "../../../gen/compute/auth/v2/auth_pb.js";
 import { Call, requestIdOf } from "../../pipeline/call.js";
 import { callErrorOf } from "../../pipeline/call-error.js";
+import { toConnectError } from "../../errors/to-connect-error.js";
+import { httpStatusOfError, retryAfterSeconds } from "../rest/status-json.js";
 import type { MethodTable } from "../../pipeline/method-table.js";
-import { codeToHttpStatus } from "../connect/connect-internals.js";
 import { NodeHeaders } from "../header-source.js";
 import type { NodeRequest, NodeResponse } from "../node-types.js";
 import { negotiateVersion } from "./vcd-versions.js";
@@ -52,12 +53,13 @@ export function createVcdHandler(settings: VcdSettings): (req: NodeRequest, res:
     try {
       response = (await serviceAuth.invoke!(call)) as ServiceAuthResponse;
     } catch (thrown) {
-      const error = callErrorOf(thrown, serviceAuth.policy.domain, requestId);
-      const status = codeToHttpStatus(error.status.code);
-      const retry = error.status.details.find((d) => "retryDelay" in (d.value as object));
+      // The HTTP status and Retry-After the REST surface gives the same error.
+      const error = toConnectError(callErrorOf(thrown, serviceAuth.policy.domain, requestId), null);
+      const status = httpStatusOfError(error);
       const extra: Record<string, string> = status === 401 ? { "www-authenticate": 'Basic realm="cloudplane"' } : {};
-      if (retry !== undefined) extra["retry-after"] = String(Number((retry.value as { retryDelay?: { seconds?: bigint } }).retryDelay?.seconds ?? 1n));
-      return failure(version, status, error.status.message, extra);
+      const retryAfter = retryAfterSeconds(error);
+      if (retryAfter !== undefined) extra["retry-after"] = String(retryAfter);
+      return failure(version, status, error.rawMessage, extra);
     }
     const site = req.headers.host ?? "localhost";
     return {
