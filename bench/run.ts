@@ -16,7 +16,7 @@ import { checkTarget, memoryTable, resultsTable } from "./lib/report.js";
 import type { Row, TargetCheck } from "./lib/report.js";
 import { allScenarios, label } from "./lib/scenarios.js";
 import type { Scenario, Subject } from "./lib/scenarios.js";
-import { ACCESS_STAGES_OFF, PIPELINE_STAGES_OFF, startBaseline, startCloudplane } from "./lib/servers.js";
+import { ACCESS_STAGES_OFF, METRICS_OFF, PIPELINE_STAGES_OFF, startBaseline, startCloudplane } from "./lib/servers.js";
 import { post } from "./lib/http-client.js";
 import type { LaunchOptions, RunningServer, ServerName } from "./lib/servers.js";
 
@@ -115,7 +115,7 @@ function serversOf(scenario: Scenario): ServerName[] {
 }
 
 // Every server another is compared with, in the order of the table's columns.
-const REFERENCES: ServerName[] = ["grpc-js", "http2", "http1", "no-stages", "no-access"];
+const REFERENCES: ServerName[] = ["grpc-js", "http2", "http1", "no-stages", "no-access", "no-metrics"];
 
 function log(line: string): void {
   process.stdout.write(`${line}\n`);
@@ -172,7 +172,7 @@ async function startOne(name: ServerName, launch: LaunchOptions, dataDirs: strin
   const server =
     name === "candidate" && candidate !== null
       ? await startCloudplane(launch, "candidate", candidate.entry, dataDir, candidate.flags)
-      : name === "no-stages" || name === "no-access"
+      : name === "no-stages" || name === "no-access" || name === "no-metrics"
         ? await startCloudplane(launch, name, "src/main.js", dataDir, [], stagesOf[name])
         : await startCloudplane(launch, "cloudplane", "src/main.js", dataDir);
   // As a caller would: the bootstrapped admin's credentials exchanged for a token.
@@ -184,7 +184,7 @@ async function startOne(name: ServerName, launch: LaunchOptions, dataDirs: strin
   return { name, server, client, keyId: key.id, authorization };
 }
 
-const stagesOf = { "no-stages": PIPELINE_STAGES_OFF, "no-access": ACCESS_STAGES_OFF } as const;
+const stagesOf = { "no-stages": PIPELINE_STAGES_OFF, "no-access": ACCESS_STAGES_OFF, "no-metrics": METRICS_OFF } as const;
 
 // A token of the form and length cloudplane issues, for the baselines to receive and ignore.
 function madeUpToken(): string {
@@ -326,7 +326,7 @@ async function main(): Promise<number> {
   // server is in the same state: busy since it started. A scenario marked `ownProcess` gets processes of its own,
   // started one after the other, so the servers it compares are in the same state and measured at the same time.
   // Rounds alternate the order of the batches.
-  const order: ServerName[] = ["grpc-js", "http2", "http1", "cloudplane", "no-stages", "no-access", "candidate"];
+  const order: ServerName[] = ["grpc-js", "http2", "http1", "cloudplane", "no-stages", "no-access", "no-metrics", "candidate"];
   const names = order.filter((name) => scenarios.some((s) => serversOf(s).includes(name)));
   const batches: { name: ServerName; tag: string; scenarios: Scenario[] }[] = [
     ...names.map((name) => ({ name, tag: "", scenarios: scenarios.filter((s) => s.ownProcess !== true && serversOf(s).includes(name)) })),

@@ -38,6 +38,7 @@ const specs = {
   http2MaxStreams: { flag: "http2-max-streams", env: "HTTP2_MAX_STREAMS", description: "concurrent streams (calls) one HTTP/2 connection may have open", default: "128" },
   maxCallSeconds: { flag: "max-call-seconds", env: "MAX_CALL_SECONDS", description: "longest time a call may run, whatever deadline its caller set (calls that wait by design, such as WaitTask and health Watch, are held only to their caller's deadline); then it is answered DEADLINE_EXCEEDED", default: "60" },
   callPath: { flag: "call-path", env: "CALL_PATH", description: "direct: gRPC unary and REST calls go straight into the call pipeline; connect: every call goes through connect-node, the reference implementation the direct adapters are checked against", default: "direct" },
+  metrics: { flag: "metrics", env: "METRICS", description: "GET /metrics (Prometheus text format): admin (only for the token of a principal with the admin role on \"*\"), open (for anyone who can reach the port, e.g. a Prometheus on a private network), or off (no metrics are kept and /metrics is not served)", default: "admin" },
   pipelineStages: { flag: "pipeline-stages", env: "PIPELINE_STAGES", description: "all; for benchmarks only, to measure what the stages cost: none (no stage at all: no request ids, deadlines, credentials or audit) or no-access (every stage but authentication and authorization: every caller may do everything)", default: "all" },
 } satisfies Record<string, SettingSpec>;
 
@@ -70,6 +71,7 @@ export interface Config {
   maxCallMs: number;
   callPath: "direct" | "connect";
   pipelineStages: "all" | "none" | "no-access";
+  metrics: "admin" | "open" | "off";
 }
 
 export class ConfigError extends Error {}
@@ -156,5 +158,6 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config | "he
     maxCallMs: integer("maxCallSeconds", raw("maxCallSeconds"), 1, 24 * 3600) * 1000,
     callPath,
     pipelineStages,
+    metrics: oneOf("metrics", raw("metrics"), ["admin", "open", "off"] as const),
   };
 }

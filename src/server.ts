@@ -15,6 +15,8 @@ import { cryptoEncoders } from "./kms/crypto-encoders.js";
 import { createKmsService } from "./kms/kms-service.js";
 import { loadMasterKey } from "./kms/master-key-source.js";
 import { Sweeper } from "./kms/sweeper.js";
+import { CallTallies } from "./metrics/call-tally.js";
+import { createMetricsRegistry } from "./metrics/metrics-registry.js";
 import { MethodTable } from "./pipeline/method-table.js";
 import type { Stage } from "./pipeline/stage.js";
 import { pipelineStages } from "./pipeline/stages.js";
@@ -45,6 +47,7 @@ import { FairTurns } from "./transport/fair-turns.js";
 import { limitRequestTime } from "./transport/request-timeout.js";
 import { countPeerResets } from "./transport/reset-flood.js";
 import { createRestHandler } from "./transport/rest/rest-handler.js";
+import { createMetricsEndpoint } from "./transport/metrics-endpoint.js";
 import { createVcdHandler } from "./transport/vcd/vcd-handler.js";
 import { RouteTable } from "./transport/rest/route-table.js";
 
@@ -82,7 +85,8 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
   const db = openDatabase(config.dataDir);
   const store = new SqliteKmsStore(db);
   const masterKey = loadMasterKey(config, store, logger);
-  const manager = new KeyManager(store, new KeyCache(masterKey, config.keyCacheSize), masterKey, clock, {
+  const keyCache = new KeyCache(masterKey, config.keyCacheSize);
+  const manager = new KeyManager(store, keyCache, masterKey, clock, {
     destroyGraceMs: config.destroyGraceMs,
   });
   const crypto = createCryptoHandlers(manager);
@@ -122,6 +126,7 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
   if (config.pipelineStages !== "all") {
     logger.warn(`PIPELINE_STAGES=${config.pipelineStages}: calls run without ${config.pipelineStages === "none" ? "request ids, deadlines, credentials or audit" : "authentication or authorization: every caller may do everything"}; for benchmarks only`);
   }
+  const callTallies = config.metrics === "off" ? null : new CallTallies();
   const stages = pipelineStages({
     logger,
     clock,
@@ -129,6 +134,7 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
     mode: config.pipelineStages,
     access: { authenticator, policy: access, keyScopes: { namespaceOfKey: (keyId) => manager.namespaceOf(keyId), keyNotFound } },
     audit,
+    metrics: callTallies,
     extra: options.extraStages ?? [],
   });
   const table = new MethodTable(served, infrastructureServices, stages);
@@ -157,6 +163,17 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
     viaConnect: direct ? null : connect.handlers,
   });
 
+  const metrics =
+    callTallies === null
+      ? null
+      : createMetricsEndpoint({
+          registry: createMetricsRegistry({ calls: callTallies, keyCache, taskQueue: compute.taskQueue, clock }),
+          access: config.metrics === "open" ? "open" : "admin",
+          authenticator,
+          policy: access,
+          logger,
+        });
+
   const vcd = createVcdHandler({ table, supportedVersions: config.vcdApiVersions, logger });
 
   let accepting = true;
@@ -168,6 +185,10 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
         const ok = path === "/healthz" || accepting;
         res.writeHead(ok ? 200 : 503, { "content-type": "application/json" });
         res.end(JSON.stringify({ status: ok ? "ok" : "shutting down" }));
+        return;
+      }
+      if (path === "/metrics" && metrics !== null) {
+        void metrics(req, res);
         return;
       }
     }

@@ -264,6 +264,15 @@ const accessStages: Scenario = {
   ownProcess: true,
 };
 
+// Issue 13's target: the metrics stage (counting every call by method, protocol and code, with its duration),
+// against the same build with METRICS=off.
+const metricsStage: Scenario = {
+  ...grpc("metrics", "Encrypt", KIB, []),
+  servers: ["no-metrics", "cloudplane"],
+  targets: [{ kind: "cost", against: "no-metrics", atMost: 0.03, what: "metrics cost" }],
+  ownProcess: true,
+};
+
 export const allScenarios: Scenario[] = [
   grpc("encrypt-1k", "Encrypt", KIB, GRPC_1K),
   grpc("encrypt-64k", "Encrypt", 64 * KIB, GRPC_64K),
@@ -275,6 +284,7 @@ export const allScenarios: Scenario[] = [
   grpcWebEncrypt,
   pipelineStages,
   accessStages,
+  metricsStage,
 ];
 
 export function label(s: Scenario): string {

@@ -15,7 +15,7 @@ export type BaselineName = "grpc-js" | "http2" | "http1";
 // cloudplane variants: "candidate" is a second cloudplane build (another entry script) or the same one with other
 // node flags, measured alongside for A/B comparisons; "no-stages" is src/main.js with the call pipeline's stages
 // turned off (PIPELINE_STAGES_OFF), for what those stages cost.
-export type CloudplaneName = "cloudplane" | "candidate" | "no-stages" | "no-access";
+export type CloudplaneName = "cloudplane" | "candidate" | "no-stages" | "no-access" | "no-metrics";
 
 export type ServerName = BaselineName | CloudplaneName;
 
@@ -26,6 +26,9 @@ export const PIPELINE_STAGES_OFF: Readonly<Record<string, string>> = { PIPELINE_
 
 // The hook for the "access stages cost" row ("no-access"): every stage but authentication and authorization.
 export const ACCESS_STAGES_OFF: Readonly<Record<string, string>> = { PIPELINE_STAGES: "no-access" };
+
+// The hook for the "metrics cost" row ("no-metrics"): every stage but the metrics stage, and no /metrics.
+export const METRICS_OFF: Readonly<Record<string, string>> = { METRICS: "off" };
 
 export interface RunningServer {
   name: ServerName;

@@ -9,6 +9,7 @@ import type { NodePoolService } from "../../gen/compute/cluster/v1/node_pool_pb.
 import type { TaskService } from "../../gen/compute/cluster/v1/task_pb.js";
 import { file_google_rpc_error_details } from "../../gen/google/rpc/error_details_pb.js";
 import type { Clock } from "../shared/clock.js";
+import type { ComputeStore } from "../storage/compute-store.js";
 import { SqliteComputeStore } from "../storage/sqlite/sqlite-compute-store.js";
 import { SqliteNodeLedger } from "../storage/sqlite/sqlite-node-ledger.js";
 import type { Catalog } from "./catalog/catalog.js";
@@ -40,6 +41,8 @@ export interface ComputeModuleDeps {
 export interface ComputeModule {
   nodePoolService: ServiceHandlers<typeof NodePoolService>;
   taskService: ServiceHandlers<typeof TaskService>;
+  // The PENDING and RUNNING tasks, for /metrics.
+  taskQueue: ComputeStore["taskQueue"];
   // Starts the worker, which first resumes the tasks left unfinished by an earlier run.
   start(): void;
   // Answers every WaitTask at once, stops taking tasks, and waits for the running ones to reach a safe point;
@@ -72,6 +75,7 @@ export function createComputeModule(deps: ComputeModuleDeps): ComputeModule {
   return {
     nodePoolService: createNodePoolService(manager),
     taskService: createTaskService(new TaskManager(store, deps.catalog, notifier)),
+    taskQueue: () => store.taskQueue(),
     start: () => worker.start(),
     async stop() {
       notifier.close();

@@ -38,6 +38,12 @@ export class AccessPolicy {
     return this.grantsOf(principalId).some((grant) => roleAllows(grant.role, permission));
   }
 
+  // Whether the principal holds the admin role on the global scope "*": what operator endpoints outside the API
+  // (/metrics) ask of a caller.
+  isAdminEverywhere(principalId: string): boolean {
+    return this.grantsOf(principalId).some((grant) => grant.scope === "*" && grant.role === "admin");
+  }
+
   private grantsOf(principalId: string): readonly GrantRecord[] {
     let grants = this.grants.get(principalId);
     if (grants === undefined) {

@@ -40,6 +40,9 @@ export class KeyCache {
   // Counts installed commits, so that an entry loaded from storage before a commit was installed is not
   // installed over it (installLoaded).
   private commits = 0;
+  // Lookups answered from memory and lookups that had to go to storage, for /metrics.
+  hits = 0;
+  misses = 0;
 
   constructor(
     private readonly masterKey: MasterKey,
@@ -47,7 +50,10 @@ export class KeyCache {
   ) {}
 
   get(keyId: string): CachedKey | undefined {
-    return this.entries.get(keyId);
+    const entry = this.entries.get(keyId);
+    if (entry === undefined) this.misses++;
+    else this.hits++;
+    return entry;
   }
 
   // Read before loading a key from storage, and handed to installLoaded.

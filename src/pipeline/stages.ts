@@ -11,6 +11,8 @@ import type { KeyScopes } from "./stages/authorization.js";
 import { credentialsStage } from "./stages/credentials.js";
 import { deadlineStage } from "./stages/deadline.js";
 import { errorsAndLogStage } from "./stages/errors-and-log.js";
+import { metricsStage } from "./stages/metrics.js";
+import type { CallTallies } from "../metrics/call-tally.js";
 import { requestIdStage } from "./stages/request-id.js";
 
 // all: every stage. none: no stage at all; no-access: every stage but authentication and authorization (every
@@ -27,6 +29,8 @@ export interface StageSettings {
   // What authentication and authorization read; null only in mode no-access or none.
   access: { authenticator: Authenticator; policy: AccessPolicy; keyScopes: KeyScopes } | null;
   audit: AuditTrail;
+  // Where the metrics stage counts calls; null when metrics are off (METRICS=off).
+  metrics: CallTallies | null;
   // Tests only: stages run last, just before the handler (a probe that records every call).
   extra: readonly Stage[];
 }
@@ -39,6 +43,8 @@ export function pipelineStages(settings: StageSettings): Stage[] {
   if (settings.mode === "all" && access === null) throw new Error("the access stages need an authenticator and an access policy");
   return [
     requestIdStage,
+    // Outside the errors stage, so that it counts every failure by the code the caller gets.
+    ...(settings.metrics !== null ? [metricsStage(settings.metrics)] : []),
     // Outside everything after it, so that a failure of any later stage is mapped and logged like the handler's.
     errorsAndLogStage(settings.logger),
     deadlineStage(settings.maxCallMs),

@@ -26,6 +26,12 @@ export interface TaskPage {
 // - make claimTask atomic, so each task is taken by one worker, and finishTask conditional on that claim, so an
 //   outcome is recorded once;
 // - keep each acknowledged write durable before the promise resolves.
+// The unfinished tasks of one status: how many, and when the oldest was created (null when there are none).
+export interface QueuedTasks {
+  count: number;
+  oldestCreatedAt: number | null;
+}
+
 export interface ComputeStore {
   getNodePool(id: string): Promise<NodePoolRecord | null>;
   // The pools of a cluster, oldest first.
@@ -50,4 +56,6 @@ export interface ComputeStore {
   // Runs `decide` on the task and its pool inside one transaction and stores the outcome, provided the task is
   // still RUNNING under `workerId`; otherwise stores nothing and returns null.
   finishTask(taskId: string, workerId: string, decide: (task: TaskRecord, pool: NodePoolRecord | null) => TaskFinish): Promise<TaskFinish | null>;
+  // The task queue as /metrics shows it: the PENDING and RUNNING tasks of every worker.
+  taskQueue(): Promise<Record<"PENDING" | "RUNNING", QueuedTasks>>;
 }

@@ -23,5 +23,5 @@ export function methodTableOf(services: DescService[], handlers: Record<string, 
 // checks (PIPELINE_STAGES=no-access), with the audit trail kept in `records`.
 export function stagesWithoutAccess(logger: Logger, records: AuditRecord[] = []): Stage[] {
   const audit = new AuditTrail({ append: (batch) => void records.push(...batch), query: () => [] }, logger);
-  return pipelineStages({ logger, clock: systemClock, maxCallMs: 60_000, mode: "no-access", access: null, audit, extra: [] });
+  return pipelineStages({ logger, clock: systemClock, maxCallMs: 60_000, mode: "no-access", access: null, audit, metrics: null, extra: [] });
 }

@@ -13,7 +13,7 @@ export const credentialsStage: Stage = (call, next) => {
   return next(call);
 };
 
-function tokenOf(authorization: string | undefined): string | undefined {
+export function tokenOf(authorization: string | undefined): string | undefined {
   if (authorization === undefined) return undefined;
   const token = /^bearer\s+/i.test(authorization) ? authorization.replace(/^bearer\s+/i, "") : authorization;
   return token.trim() === "" ? undefined : token.trim();

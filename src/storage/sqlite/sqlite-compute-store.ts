@@ -2,7 +2,7 @@ import type Database from "better-sqlite3";
 import { nodePoolNameTaken } from "../../compute/compute-errors.js";
 import type { NodePoolRecord, NodePoolState } from "../../compute/node-pools/node-pool-model.js";
 import type { NodePoolChange, TaskCommand, TaskFailure, TaskRecord, TaskStatus } from "../../compute/tasks/task-model.js";
-import type { ComputeStore, PoolTaskStart, TaskFinish, TaskPage } from "../compute-store.js";
+import type { ComputeStore, PoolTaskStart, QueuedTasks, TaskFinish, TaskPage } from "../compute-store.js";
 
 interface PoolRow {
   id: string;
@@ -137,6 +137,10 @@ export class SqliteComputeStore implements ComputeStore {
         `UPDATE compute_tasks SET status = @status, modified_at = @modified_at, failure = @failure, result = @result,
            claimed_by = NULL WHERE id = @id`,
       ),
+      // Reads the partial index of unfinished tasks only.
+      taskQueue: db.prepare(
+        "SELECT status, COUNT(*) AS count, MIN(created_at) AS oldest FROM compute_tasks WHERE status IN ('PENDING', 'RUNNING') GROUP BY status",
+      ),
       getTask: db.prepare("SELECT * FROM compute_tasks WHERE id = ?"),
       claimedTask: db.prepare("SELECT * FROM compute_tasks WHERE id = ? AND status = 'RUNNING' AND claimed_by = ?"),
       listTasks: db.prepare("SELECT * FROM compute_tasks WHERE service_instance_id = ? ORDER BY seq DESC LIMIT ? OFFSET ?"),
@@ -230,6 +234,14 @@ export class SqliteComputeStore implements ComputeStore {
 
   async retireWorker(workerId: string): Promise<void> {
     this.stmt.retireWorker.run(workerId);
+  }
+
+  async taskQueue(): Promise<Record<"PENDING" | "RUNNING", QueuedTasks>> {
+    const queue = { PENDING: { count: 0, oldestCreatedAt: null }, RUNNING: { count: 0, oldestCreatedAt: null } } as Record<"PENDING" | "RUNNING", QueuedTasks>;
+    for (const row of this.stmt.taskQueue.all() as { status: "PENDING" | "RUNNING"; count: number; oldest: number }[]) {
+      queue[row.status] = { count: row.count, oldestCreatedAt: row.oldest };
+    }
+    return queue;
   }
 
   async claimTask(workerId: string, now: number, staleBefore: number): Promise<TaskRecord | null> {
