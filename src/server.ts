@@ -1,5 +1,6 @@
 import { setMaxListeners } from "node:events";
 import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import http from "node:http";
 import http2 from "node:http2";
 import type net from "node:net";
@@ -22,6 +23,7 @@ import type { Stage } from "./pipeline/stage.js";
 import { pipelineStages } from "./pipeline/stages.js";
 import { infrastructureServices, longLivedPaths, registerRoutes, servedServices } from "./routes.js";
 import type { Clock } from "./shared/clock.js";
+import { packageRoot } from "./shared/package-root.js";
 import { systemClock } from "./shared/clock.js";
 import { AccessPolicy } from "./identity/access-policy.js";
 import { AccessWatcher } from "./identity/access-watcher.js";
@@ -47,6 +49,7 @@ import { FairTurns } from "./transport/fair-turns.js";
 import { limitRequestTime } from "./transport/request-timeout.js";
 import { countPeerResets } from "./transport/reset-flood.js";
 import { createRestHandler } from "./transport/rest/rest-handler.js";
+import { createStaticFiles } from "./transport/static-files.js";
 import { createMetricsEndpoint } from "./transport/metrics-endpoint.js";
 import { createVcdHandler } from "./transport/vcd/vcd-handler.js";
 import { RouteTable } from "./transport/rest/route-table.js";
@@ -174,13 +177,19 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
           logger,
         });
 
+  // Published with the project: the OpenAPI document of the REST surface (npm run generate).
+  const staticFiles = createStaticFiles([
+    { urlPath: "/openapi.json", file: join(packageRoot(), "openapi", "openapi.json"), contentType: "application/json" },
+  ]);
+
   const vcd = createVcdHandler({ table, supportedVersions: config.vcdApiVersions, logger });
 
   let accepting = true;
   // Not async: the REST handler catches whatever its call throws, so there is nothing left to await here.
   function fallback(req: Req, res: Res): void {
-    if (req.method === "GET") {
-      const path = (req.url ?? "/").split("?")[0];
+    if (req.method === "GET" || req.method === "HEAD") {
+      const path = (req.url ?? "/").split("?")[0] ?? "/";
+      if (staticFiles(req, res, path)) return;
       if (path === "/healthz" || path === "/readyz") {
         const ok = path === "/healthz" || accepting;
         res.writeHead(ok ? 200 : 503, { "content-type": "application/json" });
