@@ -68,7 +68,7 @@ describe("OpenAPI document", () => {
 
   it("is a valid OpenAPI 3.1 document (@seriousme/openapi-schema-validator)", async () => {
     const validator = new Validator();
-    const result = await validator.validate(JSON.parse(committed) as object);
+    const result = await validator.validate(JSON.parse(committed) as Record<string, unknown>);
     expect(result.errors ?? []).toEqual([]);
     expect(result.valid).toBe(true);
     expect(validator.version).toBe("3.1");
