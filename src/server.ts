@@ -177,10 +177,17 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
           logger,
         });
 
-  // Published with the project: the OpenAPI document of the REST surface (npm run generate).
-  const staticFiles = createStaticFiles([
-    { urlPath: "/openapi.json", file: join(packageRoot(), "openapi", "openapi.json"), contentType: "application/json" },
-  ]);
+  // Published with the project: the OpenAPI document of the REST surface (npm run generate), and the operator
+  // console that `npm run build` bundles (console/, docs/callers.md).
+  const root = packageRoot();
+  const staticFiles = createStaticFiles(
+    [
+      { urlPaths: ["/openapi.json"], file: join(root, "openapi", "openapi.json"), contentType: "application/json" },
+      { urlPaths: ["/console", "/console/"], file: join(root, "dist", "console", "index.html"), contentType: "text/html; charset=utf-8", optional: true },
+      { urlPaths: ["/console/console.js"], file: join(root, "dist", "console", "console.js"), contentType: "text/javascript; charset=utf-8", optional: true },
+    ],
+    (file) => logger.warn(`${file} is missing, so /console is not served: run npm run build`),
+  );
 
   const vcd = createVcdHandler({ table, supportedVersions: config.vcdApiVersions, logger });
 
