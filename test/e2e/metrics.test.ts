@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createKmsClient, failureOf, restRequest } from "../support/kms-clients.js";
 import { makePrincipal } from "../support/principals.js";
 import { startServer } from "../support/server.js";
+import { storeSnapshot } from "../support/store-snapshot.js";
 import type { TestServer } from "../support/server.js";
 
 // Issue 13, "Must show": GET /metrics after a scenario shows the calls it made, by service, method, protocol and
@@ -107,18 +108,26 @@ describe("GET /metrics", () => {
     }
   });
 
-  it("answers only the admin on '*' by default: 401 without a token, 403 for anyone else", async () => {
+  it("answers only the admin on '*' by default: 401 without a token, 403 for anyone else, and changes nothing", async () => {
+    const viewer = await makePrincipal(server, "metrics-viewer", [["viewer", "*"]]);
+    const before = storeSnapshot(server.dataDir);
     const none = await scrape(server, "");
     expect(none.status).toBe(401);
     const body = (await none.json()) as { code: number; message: string };
     expect(body.code).toBe(16);
     expect(body.message).toContain("no credentials");
-    const viewer = await makePrincipal(server, "metrics-viewer", [["viewer", "*"]]);
+    const bad = await scrape(server, "Bearer cpat.not.valid");
+    expect(bad.status).toBe(401);
+    expect(((await bad.json()) as { message: string }).message).toContain("the access token in Authorization");
     const denied = await scrape(server, viewer.auth.authorization);
     expect(denied.status).toBe(403);
     expect(((await denied.json()) as { message: string }).message).toBe(
       `principal ${viewer.id} may not read /metrics: it needs the admin role on scope "*" (or METRICS=open)`,
     );
+    const after = storeSnapshot(server.dataDir);
+    delete before["compute_workers"];
+    delete after["compute_workers"];
+    expect(after).toEqual(before);
   });
 
   it("METRICS=open answers anyone; METRICS=off keeps no metrics and serves none", async () => {
