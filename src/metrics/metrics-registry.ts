@@ -73,19 +73,13 @@ export function createMetricsRegistry(sources: MetricSources): Registry {
     },
   });
 
-  // Both gauges read one query; the second waits for the first's answer.
-  let queue: Promise<Record<"PENDING" | "RUNNING", QueuedTasks>> | null = null;
-  const readQueue = (): Promise<Record<"PENDING" | "RUNNING", QueuedTasks>> => {
-    queue ??= sources.taskQueue().finally(() => setImmediate(() => (queue = null)));
-    return queue;
-  };
   new Gauge({
     name: "cloudplane_task_queue_depth",
     help: "Node pool tasks not finished yet, by status (PENDING: waiting for a worker; RUNNING: taken by one)",
     labelNames: ["status"],
     registers: [registry],
     async collect() {
-      const q = await readQueue();
+      const q = await sources.taskQueue();
       this.set({ status: "PENDING" }, q.PENDING.count);
       this.set({ status: "RUNNING" }, q.RUNNING.count);
     },
@@ -96,7 +90,7 @@ export function createMetricsRegistry(sources: MetricSources): Registry {
     labelNames: ["status"],
     registers: [registry],
     async collect() {
-      const q = await readQueue();
+      const q = await sources.taskQueue();
       const now = sources.clock.now();
       for (const status of ["PENDING", "RUNNING"] as const) {
         const oldest = q[status].oldestCreatedAt;
