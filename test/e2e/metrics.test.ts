@@ -93,6 +93,26 @@ describe("GET /metrics", () => {
     expect(text).toMatch(/^process_cpu_seconds_total \d/m);
   });
 
+  it("shows an unfinished task in the task queue, with its age", async () => {
+    const slow = await startServer({ env: { PROVIDER_DELAY_MS: "3000" } });
+    try {
+      const created = await restRequest(slow.url, "POST", `/cluster/v1/${SI}/node-pools`, {
+        body: { clusterId: CL, nodePoolName: "queued-pool", nodeConfig: { computeFlavor: "cpu.4C.16G" }, scalePolicy: { fixedScale: { count: 1 } } },
+      });
+      expect(created.status).toBe(200);
+      await new Promise((r) => setTimeout(r, 200));
+      const text = await (await scrape(slow)).text();
+      const pending = sample(text, "cloudplane_task_queue_depth", 'status="PENDING"')!;
+      const running = sample(text, "cloudplane_task_queue_depth", 'status="RUNNING"')!;
+      expect(pending + running).toBe(1);
+      const age = sample(text, "cloudplane_task_queue_oldest_age_seconds", `status="${running === 1 ? "RUNNING" : "PENDING"}"`)!;
+      expect(age).toBeGreaterThan(0.1);
+      expect(age).toBeLessThan(30);
+    } finally {
+      await slow.stop();
+    }
+  });
+
   it("counts RESOURCE_EXHAUSTED refusals by their reason", async () => {
     const other = await startServer({ env: { AUTH_FAILURES_PER_MINUTE: "1" } });
     try {
