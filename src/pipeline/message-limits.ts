@@ -125,6 +125,31 @@ function fieldLimitOf(field: DescField, index: number, where: string): FieldLimi
   };
 }
 
+const smallest = new WeakMap<MessageLimits, number>();
+
+// The smallest number of elements, paths or extra values that a request of this type may not exceed: the least
+// max_items of every field it can hold, nested messages included, or MAX_EXTRA_VALUES. Every one of them takes at
+// least two bytes of JSON (a value and its comma, or a path and its comma), and so a JSON body of fewer than
+// 2 * (bound + 1) bytes is within every limit of its type whatever it holds: the REST adapter parses such small
+// bodies without counting them first (src/transport/rest/request-builder.ts).
+export function smallestBoundOf(limits: MessageLimits): number {
+  const known = smallest.get(limits);
+  if (known !== undefined) return known;
+  let least = MAX_EXTRA_VALUES;
+  const seen = new Set<MessageLimits>();
+  const visit = (m: MessageLimits): void => {
+    if (seen.has(m)) return;
+    seen.add(m);
+    for (const f of m.byNumber.values()) {
+      if (f.max > 0) least = Math.min(least, f.max);
+      if (f.message !== null) visit(f.message);
+    }
+  };
+  visit(limits);
+  smallest.set(limits, least);
+  return least;
+}
+
 function innerMessage(field: DescField): DescMessage | undefined {
   switch (field.fieldKind) {
     case "message":

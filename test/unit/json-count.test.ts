@@ -4,8 +4,8 @@ import { reflect } from "@bufbuild/protobuf/reflect";
 import type { ReflectMessage } from "@bufbuild/protobuf/reflect";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { CreateCryptoKeyRequestSchema, UpdateCryptoKeyRequestSchema } from "../../gen/kms/v1/kms_pb.js";
-import { MAX_EXTRA_VALUES, limitsOf } from "../../src/pipeline/message-limits.js";
+import { CreateCryptoKeyRequestSchema, EncryptRequestSchema, UpdateCryptoKeyRequestSchema } from "../../gen/kms/v1/kms_pb.js";
+import { MAX_EXTRA_VALUES, limitsOf, smallestBoundOf } from "../../src/pipeline/message-limits.js";
 import type { MessageLimits } from "../../src/pipeline/message-limits.js";
 import { UnknownJsonField, countJson } from "../../src/transport/limits/json-count.js";
 import type { JsonCountOptions } from "../../src/transport/limits/json-count.js";
@@ -110,6 +110,33 @@ describe("counting a JSON request's elements before parsing it", () => {
       expect(() => count(UPDATE, garbage, REFUSE)).not.toThrow();
     }
     fc.assert(fc.property(fc.uint8Array({ maxLength: 300 }), (bytes) => void countJson(SAMPLE, bytes, COUNT)), { numRuns: 5_000 });
+  });
+
+  // What lets the REST adapter parse small bodies without counting them (src/transport/rest/request-builder.ts):
+  // every element, path or extra value takes at least two bytes, so no body shorter than 2 * (bound + 1) bytes can
+  // exceed a limit, whatever it holds; and the shortest bodies that do exceed one are just that long.
+  it("finds no body shorter than twice the smallest bound plus two over a limit (fast-check)", () => {
+    expect(smallestBoundOf(SAMPLE)).toBe(2);
+    expect(smallestBoundOf(CREATE)).toBe(64);
+    expect(smallestBoundOf(UPDATE)).toBe(16);
+    expect(smallestBoundOf(limitsOf(EncryptRequestSchema))).toBe(MAX_EXTRA_VALUES);
+    // The shortest bodies over a bound: three tags of the inner message where two are allowed, 17 paths, 1,001
+    // values beyond the fields.
+    expect(count(SAMPLE, '{"one":{"tags":["","",""]}}')).not.toBeNull();
+    expect(count(UPDATE, `{"updateMask":"${Array(17).fill("a").join(",")}"}`)).not.toBeNull();
+    expect(count(limitsOf(EncryptRequestSchema), `{"x":[${Array(1001).fill(0).join(",")}]}`)).not.toBeNull();
+    for (const limits of [SAMPLE, UPDATE]) {
+      const below = 2 * (smallestBoundOf(limits) + 1) - 1;
+      const byte = fc.constantFrom(..."{}[],:\"0a ".split(""), '"tags"', '"one"', '"nums"', '"updateMask"', '"key"', '"labels"');
+      const text = fc.array(byte, { maxLength: below }).map((parts) => parts.join("").slice(0, below));
+      fc.assert(
+        fc.property(text, (body) => {
+          const verdict = count(limits, body);
+          expect(verdict === null || verdict instanceof UnknownJsonField).toBe(true);
+        }),
+        { numRuns: 5_000 },
+      );
+    }
   });
 
   // The property the count exists for: a body it lets through either fails to parse and decode, or decodes within

@@ -2,6 +2,7 @@ import { equals, fromJson } from "@bufbuild/protobuf";
 import type { DescField, DescMessage, JsonObject, JsonValue, Message } from "@bufbuild/protobuf";
 import { reflect } from "@bufbuild/protobuf/reflect";
 import type { ReflectMessage } from "@bufbuild/protobuf/reflect";
+import { smallestBoundOf } from "../../pipeline/message-limits.js";
 import { UnknownJsonField, countJson } from "../limits/json-count.js";
 import { textToJson } from "./field-path.js";
 import type { FieldChain } from "./field-path.js";
@@ -88,11 +89,16 @@ function parseBody(req: RequestParts): JsonValue | undefined {
   if (binding.kind === "none") {
     throw badRequest("MALFORMED_BODY", "", "this method takes no request body; send the fields in the query string");
   }
-  // Counted before it is parsed: parsing is what a flood of 4 MB costs.
-  countElements(req.route, req.body, binding.kind === "field" ? binding.field : undefined);
+  // Counted before it is parsed: parsing is what a flood of 4 MB costs. A body too short to exceed any limit of its
+  // type (smallestBoundOf) is parsed at once, and counted only when it is not JSON, so that a malformed body is
+  // refused as before: for its first unknown member, if the count meets one before the text stops being JSON.
+  const field = binding.kind === "field" ? binding.field : undefined;
+  const small = req.body.length < 2 * (smallestBoundOf(req.route.entry.limits) + 1);
+  if (!small) countElements(req.route, req.body, field);
   try {
     return JSON.parse(text) as JsonValue;
   } catch {
+    if (small) countElements(req.route, req.body, field);
     // The parser's message quotes the input, which may be plaintext; say only what is wrong.
     throw badRequest("MALFORMED_BODY", "", "the request body is not valid JSON");
   }
