@@ -12,6 +12,7 @@ import { adminAuthInterceptor } from "../support/kms-clients.js";
 import { startServer } from "../support/server.js";
 import type { TestServer } from "../support/server.js";
 import { tempDir } from "../support/temp-dir.js";
+import { auditRecords } from "../support/store-snapshot.js";
 import { CLUSTER, FLAVOR, VDC, testCatalog, writeTestCatalog } from "./compute-helpers.js";
 
 const CREATES = 200;
@@ -91,9 +92,7 @@ describe("concurrent node pool creation", () => {
       const reserved = db.prepare("SELECT COALESCE(SUM(reserved), 0) FROM compute_simulated_nodes WHERE cluster_id = ?").pluck().get(CLUSTER);
       expect(reserved).toBe(used);
       // Every create, accepted or not, is in the audit trail once, as the admin's.
-      const audited = db
-        .prepare("SELECT principal, request_id FROM audit_records WHERE method = 'compute.cluster.v1.NodePoolService/CreateNodePool'")
-        .all() as { principal: string; request_id: string }[];
+      const audited = auditRecords(server.dataDir).filter((r) => r.method === "compute.cluster.v1.NodePoolService/CreateNodePool");
       expect(audited).toHaveLength(CREATES);
       expect(new Set(audited.map((r) => r.request_id)).size).toBe(CREATES);
       expect(audited.every((r) => r.principal === server.adminId)).toBe(true);

@@ -1,10 +1,8 @@
 import { spawn } from "node:child_process";
-import { join } from "node:path";
-import Database from "better-sqlite3";
 import type { AuditRecord } from "../../src/identity/identity-model.js";
 import { fetchToken } from "./credentials.js";
 import type { TestServer } from "./server.js";
-import { storeSnapshot } from "./store-snapshot.js";
+import { AUDIT_TABLE, auditRecords as storedAuditRecords, storeSnapshot } from "./store-snapshot.js";
 import type { StoreSnapshot } from "./store-snapshot.js";
 
 // What the access-control tests share: principals made on a running test server, the operator command run as an
@@ -34,30 +32,14 @@ export async function makePrincipal(server: TestServer, name: string, grants: [s
 // rewrites them).
 export function resourceSnapshot(dataDir: string): StoreSnapshot {
   const all = storeSnapshot(dataDir);
-  delete all["audit_records"];
+  delete all[AUDIT_TABLE];
   delete all["compute_workers"];
   return all;
 }
 
 // The audit trail as stored, oldest first, read through a connection of its own.
 export function auditRecords(dataDir: string): (AuditRecord & { seq: number })[] {
-  const db = new Database(join(dataDir, "cloudplane.db"), { readonly: true, fileMustExist: true });
-  try {
-    const rows = db.prepare("SELECT * FROM audit_records ORDER BY seq").all() as {
-      seq: number;
-      at: number;
-      principal: string;
-      method: string;
-      protocol: string;
-      scope: string;
-      resource: string;
-      code: number;
-      request_id: string;
-    }[];
-    return rows.map((r) => ({ seq: r.seq, at: r.at, principal: r.principal, method: r.method, protocol: r.protocol, scope: r.scope, resource: r.resource, code: r.code, requestId: r.request_id }));
-  } finally {
-    db.close();
-  }
+  return storedAuditRecords(dataDir).map(({ request_id, ...r }) => ({ ...r, requestId: request_id }));
 }
 
 export interface CommandResult {

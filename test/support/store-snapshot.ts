@@ -1,5 +1,6 @@
 import { join } from "node:path";
 import Database from "better-sqlite3";
+import { decodeBatch } from "../../src/storage/audit-batch.js";
 
 // Every row of every table of a data directory's SQLite file, schema included, read through a connection of its
 // own. Two equal snapshots around a call prove the call committed nothing, whatever table it might have touched.
@@ -8,7 +9,7 @@ export type StoreSnapshot = Record<string, unknown[]>;
 // The audit trail grows by one record with every KMS call and every mutation, refused or not
 // (src/pipeline/stages/audit.ts): a refused call commits nothing else. Tests of such calls leave the table out of the
 // snapshot with `except` and check its new records with auditRecords.
-export const AUDIT_TABLE = "audit_records";
+export const AUDIT_TABLE = "audit_batches";
 
 export function storeSnapshot(dataDir: string, opts: { except?: readonly string[] } = {}): StoreSnapshot {
   const except = new Set(opts.except ?? []);
@@ -35,7 +36,11 @@ export interface AuditRow {
   request_id: string;
 }
 
-// The audit records stored so far, oldest first.
+// The audit records stored so far, oldest first, numbered from 1 (src/storage/audit-batch.ts stores them a batch
+// to a row).
 export function auditRecords(dataDir: string): AuditRow[] {
-  return storeSnapshot(dataDir)[AUDIT_TABLE] as AuditRow[];
+  const batches = storeSnapshot(dataDir)[AUDIT_TABLE] as { records: string }[];
+  return batches
+    .flatMap((b) => decodeBatch(b.records))
+    .map(({ requestId, ...r }, i) => ({ seq: i + 1, ...r, request_id: requestId }));
 }

@@ -1,70 +1,40 @@
 import type Database from "better-sqlite3";
 import type { AuditFilter, AuditRecord } from "../../identity/identity-model.js";
+import { encodeBatch, selectRecords } from "../audit-batch.js";
+import type { AuditBatchRow } from "../audit-batch.js";
 import type { AuditStore } from "../identity-store.js";
 
-interface AuditRow {
-  at: number;
-  principal: string;
-  method: string;
-  protocol: string;
-  scope: string;
-  resource: string;
-  code: number;
-  request_id: string;
-}
-
-// The audit trail in the embedded database, through a connection of its own with synchronous=NORMAL: a batch is
-// in the write-ahead log when append returns, so it survives a crash of the server (kill -9), and it reaches the
-// disk with the next fully synchronous commit of the key or task data or at the next checkpoint. Waiting for the
-// disk on every batch would cost ~150 µs of the event loop each time (measured in docs/access.md).
+// The audit trail in the embedded database, a batch to a row (audit-batch.ts), through a connection of its own
+// with synchronous=NORMAL: a batch is in the write-ahead log when append returns, so it survives a crash of the
+// server (kill -9), and it reaches the disk with the next fully synchronous commit of the key or task data or at
+// the next checkpoint. Waiting for the disk on every batch would cost ~150 µs of the event loop each time
+// (measured in docs/access.md).
 export class SqliteAuditStore implements AuditStore {
   private readonly insert: Database.Statement;
-  private readonly insertAll: (records: readonly AuditRecord[]) => void;
 
   constructor(private readonly db: Database.Database) {
-    this.insert = db.prepare(
-      "INSERT INTO audit_records (at, principal, method, protocol, scope, resource, code, request_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-    );
-    this.insertAll = db.transaction((records: readonly AuditRecord[]) => {
-      for (const r of records) this.insert.run(r.at, r.principal, r.method, r.protocol, r.scope, r.resource, r.code, r.requestId);
-    });
+    this.insert = db.prepare("INSERT INTO audit_batches (first_at, last_at, records) VALUES (?, ?, ?)");
   }
 
   append(records: readonly AuditRecord[]): void {
-    this.insertAll(records);
+    if (records.length === 0) return;
+    const row = encodeBatch(records);
+    this.insert.run(row.first_at, row.last_at, row.records);
   }
 
   query(filter: AuditFilter): AuditRecord[] {
     const where: string[] = [];
-    const params: (string | number)[] = [];
+    const params: number[] = [];
     if (filter.since !== undefined) {
-      where.push("at >= ?");
+      where.push("last_at >= ?");
       params.push(filter.since);
     }
     if (filter.until !== undefined) {
-      where.push("at < ?");
+      where.push("first_at < ?");
       params.push(filter.until);
     }
-    if (filter.principal !== undefined) {
-      where.push("principal = ?");
-      params.push(filter.principal);
-    }
-    if (filter.resource !== undefined) {
-      // A scope, or a resource path and everything under it.
-      where.push("(scope = ? OR resource = ? OR substr(resource, 1, length(?) + 1) = ? || '/')");
-      params.push(filter.resource, filter.resource, filter.resource, filter.resource);
-    }
-    const sql = `SELECT * FROM audit_records ${where.length > 0 ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY seq LIMIT ?`;
-    params.push(filter.limit);
-    return (this.db.prepare(sql).all(...params) as AuditRow[]).map((r) => ({
-      at: r.at,
-      principal: r.principal,
-      method: r.method,
-      protocol: r.protocol,
-      scope: r.scope,
-      resource: r.resource,
-      code: r.code,
-      requestId: r.request_id,
-    }));
+    const sql = `SELECT records FROM audit_batches ${where.length > 0 ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY seq`;
+    // Iterated, so that a query stops reading at its limit.
+    return selectRecords(this.db.prepare(sql).iterate(...params) as Iterable<Pick<AuditBatchRow, "records">>, filter);
   }
 }
