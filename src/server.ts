@@ -118,6 +118,7 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
     kms: createKmsService(manager, crypto, clock, { minRotationMs: config.minRotationMs }),
     nodePools: compute.nodePoolService,
     tasks: compute.taskService,
+    vapps: compute.vappService,
   });
   if (config.pipelineStages !== "all") {
     logger.warn(`PIPELINE_STAGES=${config.pipelineStages}: calls run without ${config.pipelineStages === "none" ? "request ids, deadlines, credentials or audit" : "authentication or authorization: every caller may do everything"}; for benchmarks only`);
@@ -127,7 +128,7 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
     clock,
     maxCallMs: config.maxCallMs,
     mode: config.pipelineStages,
-    access: { authenticator, policy: access, keyScopes: { namespaceOfKey: (keyId) => manager.namespaceOf(keyId), keyNotFound } },
+    access: { authenticator, policy: access, keyScopes: { namespaceOfKey: (keyId) => manager.namespaceOf(keyId), keyNotFound }, vappScopes: compute.vappScopes },
     audit,
     extra: options.extraStages ?? [],
   });
@@ -157,7 +158,7 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
     viaConnect: direct ? null : connect.handlers,
   });
 
-  const vcd = createVcdHandler({ table, supportedVersions: config.vcdApiVersions, logger });
+  const vcd = createVcdHandler({ table, supportedVersions: config.vcdApiVersions, maxBodyBytes: MAX_REQUEST_BYTES, logger });
 
   let accepting = true;
   // Not async: the REST handler catches whatever its call throws, so there is nothing left to await here.

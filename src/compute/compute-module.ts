@@ -7,6 +7,7 @@ import type { Logger } from "pino";
 import { file_compute_cluster_v1_node_pool } from "../../gen/compute/cluster/v1/node_pool_pb.js";
 import type { NodePoolService } from "../../gen/compute/cluster/v1/node_pool_pb.js";
 import type { TaskService } from "../../gen/compute/cluster/v1/task_pb.js";
+import type { VAppService } from "../../gen/compute/vapp/v1/vapp_pb.js";
 import { file_google_rpc_error_details } from "../../gen/google/rpc/error_details_pb.js";
 import type { Clock } from "../shared/clock.js";
 import { SqliteComputeStore } from "../storage/sqlite/sqlite-compute-store.js";
@@ -20,6 +21,13 @@ import { TaskManager } from "./tasks/task-manager.js";
 import { TaskNotifier } from "./tasks/task-notifier.js";
 import { createTaskService } from "./tasks/task-service.js";
 import { TaskWorker } from "./tasks/task-worker.js";
+import type { VAppScopes } from "../pipeline/stages/authorization.js";
+import { SqliteVAppStore } from "../storage/sqlite/sqlite-vapp-store.js";
+import { vappNotFound, vappTaskNotFound } from "./vapps/vapp-errors.js";
+import { VAppManager } from "./vapps/vapp-manager.js";
+import { createVAppService } from "./vapps/vapp-service.js";
+import { VAppTaskRunner } from "./vapps/vapp-task-runner.js";
+import { templatesOf } from "./vapps/vapp-templates.js";
 
 // Every type a compute response packs into google.protobuf.Any: task metadata and response, and the error details
 // of task.error. Connect's JSON codec needs them to write (and a Connect JSON client to read) the canonical
@@ -31,7 +39,7 @@ export interface ComputeModuleDeps {
   clock: Clock;
   logger: Logger;
   catalog: Catalog;
-  // Time the simulated provider takes per node brought up or down.
+  // Time the simulated provider takes per node brought up or down, and to build a vApp.
   providerDelayMs: number;
   // Node pool tasks run at the same time by this process.
   taskConcurrency: number;
@@ -40,6 +48,9 @@ export interface ComputeModuleDeps {
 export interface ComputeModule {
   nodePoolService: ServiceHandlers<typeof NodePoolService>;
   taskService: ServiceHandlers<typeof TaskService>;
+  vappService: ServiceHandlers<typeof VAppService>;
+  // What the authorization stage reads to find the vDC of a vApp or task named by id.
+  vappScopes: VAppScopes;
   // Starts the worker, which first resumes the tasks left unfinished by an earlier run.
   start(): void;
   // Answers every WaitTask at once, stops taking tasks, and waits for the running ones to reach a safe point;
@@ -69,13 +80,37 @@ export function createComputeModule(deps: ComputeModuleDeps): ComputeModule {
     { workerId: randomUUID(), concurrency: deps.taskConcurrency, heartbeatMs: HEARTBEAT_MS, leaseMs: LEASE_MS },
   );
   const manager = new NodePoolManager(store, deps.catalog, deps.clock, () => worker.kick());
+
+  // vApp creation tasks: a queue of their own, run by a second worker of the same engine.
+  const vappStore = new SqliteVAppStore(deps.db);
+  const vappRunner = new VAppTaskRunner(vappStore, deps.clock, logger, { buildDelayMs: deps.providerDelayMs });
+  const vappWorker = new TaskWorker(
+    vappStore,
+    async (task, workerId, signal) => {
+      await vappRunner.run(task, workerId, signal);
+    },
+    deps.clock,
+    logger,
+    { workerId: randomUUID(), concurrency: deps.taskConcurrency, heartbeatMs: HEARTBEAT_MS, leaseMs: LEASE_MS },
+  );
+  const vapps = new VAppManager(vappStore, deps.catalog, templatesOf(deps.catalog), deps.clock, () => vappWorker.kick());
   return {
     nodePoolService: createNodePoolService(manager),
     taskService: createTaskService(new TaskManager(store, deps.catalog, notifier)),
-    start: () => worker.start(),
+    vappService: createVAppService(vapps),
+    vappScopes: {
+      serviceInstanceOfVApp: (id) => vapps.serviceInstanceOfVApp(id),
+      serviceInstanceOfTask: (id) => vapps.serviceInstanceOfTask(id),
+      vappNotFound,
+      taskNotFound: vappTaskNotFound,
+    },
+    start: () => {
+      worker.start();
+      vappWorker.start();
+    },
     async stop() {
       notifier.close();
-      await worker.stop();
+      await Promise.all([worker.stop(), vappWorker.stop()]);
     },
   };
 }
