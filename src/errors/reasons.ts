@@ -8,7 +8,7 @@ export const reasons = {
   DEADLINE_EXCEEDED: "The call did not finish within the deadline the caller set (grpc-timeout or connect-timeout-ms).",
   UNKNOWN_FIELD: "The request names a JSON field or query parameter the method does not have.",
   FIELD_MISMATCH: "A field given both in the path and in the body has two different values.",
-  UNSUPPORTED_CONTENT_TYPE: "A REST request body, or a POST with or without a body, was sent with a Content-Type other than application/json.",
+  UNSUPPORTED_CONTENT_TYPE: "A REST request body, or a POST with or without a body, was sent with a Content-Type other than application/json; or a virtualization API instantiation was not sent as application/vnd.vmware.vcloud.instantiateVAppTemplateParams+xml.",
   REQUEST_TOO_LARGE: "The request body is larger than the server accepts (4 MiB).",
   ROUTE_NOT_FOUND: "No REST route matches the request path.",
   METHOD_NOT_ALLOWED: "The REST path exists, but not for this HTTP method.",

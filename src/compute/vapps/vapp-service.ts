@@ -4,8 +4,8 @@ import type { ServiceHandlers } from "../../pipeline/handlers.js";
 import type { VAppManager } from "./vapp-manager.js";
 import { templateToProto, vappTaskToProto, vappToProto } from "./vapp-to-proto.js";
 
-// The host the caller sent the request to (Host, or :authority over HTTP/2): template hrefs are made with it, and a
-// Source href must name it.
+// The host the caller sent the request to (Host, or :authority over HTTP/2; every adapter's headers answer both
+// names): template hrefs are made with it, and a Source href must name it.
 function siteOf(call: Call): string {
   return call.headers.get("host") ?? call.headers.get(":authority") ?? "localhost";
 }
