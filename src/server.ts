@@ -158,7 +158,7 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
     viaConnect: direct ? null : connect.handlers,
   });
 
-  const vcd = createVcdHandler({ table, supportedVersions: config.vcdApiVersions, maxBodyBytes: MAX_REQUEST_BYTES, logger });
+  const vcd = createVcdHandler({ table, supportedVersions: config.vcdApiVersions, logger });
 
   let accepting = true;
   // Not async: the REST handler catches whatever its call throws, so there is nothing left to await here.

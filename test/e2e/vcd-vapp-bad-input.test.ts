@@ -80,6 +80,17 @@ describe("an instantiation refused", () => {
     }
   });
 
+  it("nested too deep: 400; larger than 64 KiB: 413, unread", async () => {
+    const deep = good().replace("<Description>", "<Description>").replace("</InstantiateVAppTemplateParams>", `<AllEULAsAccepted>${"<x>".repeat(40)}${"</x>".repeat(40)}</AllEULAsAccepted></InstantiateVAppTemplateParams>`);
+    const nested = await unchanged(() => instantiate(server.url, server.token, MOSCOW, deep));
+    expect(nested.status).toBe(400);
+    expect(nested.text).toBe(errorXml(400, "BAD_REQUEST", "the body nests elements more than 32 deep", "XML_INVALID"));
+    const large = good({ description: "d".repeat(64 * 1024) });
+    const res = await unchanged(() => instantiate(server.url, server.token, MOSCOW, large));
+    expect(res.status).toBe(413);
+    expect(res.doc.Error).toMatchObject({ "@_majorErrorCode": "413", "@_vendorSpecificErrorCode": "REQUEST_TOO_LARGE" });
+  });
+
   it("with a DOCTYPE, an entity bomb among them: 400, nothing expanded", async () => {
     const bomb =
       '<?xml version="1.0"?>\n<!DOCTYPE lolz [<!ENTITY lol "lol"><!ENTITY lol1 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">' +
@@ -143,7 +154,7 @@ describe("an instantiation refused", () => {
   it("in an unknown vDC, or one the caller has no rights on: 403", async () => {
     const unknown = await unchanged(() => instantiate(server.url, server.token, "no-such-vdc", good()));
     expect(unknown.status).toBe(403);
-    expect(unknown.text).toBe(errorXml(403, "ACCESS_TO_RESOURCE_IS_FORBIDDEN", "vDC no-such-vdc does not exist or is not accessible to the caller", "VDC_ACCESS_FORBIDDEN"));
+    expect(unknown.text).toBe(errorXml(403, "ACCESS_TO_RESOURCE_IS_FORBIDDEN", "service instance no-such-vdc not found", "SERVICE_INSTANCE_NOT_FOUND"));
     const foreign = await unchanged(() => instantiate(server.url, spbEditor.token, MOSCOW, good()));
     expect(foreign.status).toBe(403);
     expect(foreign.text).toBe(errorXml(403, "ACCESS_TO_RESOURCE_IS_FORBIDDEN", `principal ${spbEditor.id} lacks permission compute.vapps.create on service-instance:${MOSCOW}`, "PERMISSION_DENIED"));

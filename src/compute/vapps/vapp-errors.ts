@@ -1,4 +1,5 @@
-import { DomainError, alreadyExists, invalidArgument, notFound } from "../../errors/domain-error.js";
+import { alreadyExists, invalidArgument, notFound } from "../../errors/domain-error.js";
+import type { DomainError } from "../../errors/domain-error.js";
 import type { FieldViolation } from "../../errors/domain-error.js";
 
 // The errors of the vApp domain, in one place. The virtualization API renders them as its Error documents
@@ -6,18 +7,6 @@ import type { FieldViolation } from "../../errors/domain-error.js";
 
 const VAPP = "compute.vapp.v1.VApp";
 const VAPP_TASK = "compute.vapp.v1.VAppTask";
-
-// An unknown vDC is answered like one the caller may not use (CONTRACT section 7: 403 for "an unknown or foreign
-// vDC"), so that vDC ids reveal nothing.
-export function vdcForbidden(serviceInstanceId: string): DomainError {
-  return new DomainError({
-    code: "permission_denied",
-    reason: "VDC_ACCESS_FORBIDDEN",
-    domain: "compute",
-    message: `vDC ${serviceInstanceId} does not exist or is not accessible to the caller`,
-    metadata: { serviceInstanceId },
-  });
-}
 
 // A template or network the request names that does not exist (or not where it must).
 export function invalidReferences(violations: readonly FieldViolation[]): DomainError {

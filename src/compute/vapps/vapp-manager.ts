@@ -7,7 +7,8 @@ import { findServiceInstance } from "../catalog/catalog.js";
 import { Violations } from "../violations.js";
 import { queryTemplates } from "./template-query.js";
 import type { TemplatePage, TemplateQuery } from "./template-query.js";
-import { eulaNotAccepted, invalidReferences, vappNotFound, vappTaskNotFound, vdcForbidden } from "./vapp-errors.js";
+import { serviceInstanceNotFound } from "../compute-errors.js";
+import { eulaNotAccepted, invalidReferences, vappNotFound, vappTaskNotFound } from "./vapp-errors.js";
 import { VAPP_STATUS } from "./vapp-model.js";
 import type { VAppRecord, VAppTaskRecord } from "./vapp-model.js";
 import type { TemplateRecord } from "./vapp-templates.js";
@@ -56,7 +57,7 @@ export class VAppManager {
   // whole platform).
   listTemplates(serviceInstanceId: string, query: TemplateQuery): TemplatePage {
     if (serviceInstanceId === "") return queryTemplates(this.templates, query);
-    if (findServiceInstance(this.catalog, serviceInstanceId) === undefined) throw vdcForbidden(serviceInstanceId);
+    if (findServiceInstance(this.catalog, serviceInstanceId) === undefined) throw serviceInstanceNotFound(serviceInstanceId);
     return queryTemplates(this.templates.filter((t) => t.serviceInstanceId === serviceInstanceId), query);
   }
 
@@ -70,7 +71,7 @@ export class VAppManager {
     v.throwIfAny();
 
     const instance = findServiceInstance(this.catalog, input.serviceInstanceId);
-    if (instance === undefined) throw vdcForbidden(input.serviceInstanceId);
+    if (instance === undefined) throw serviceInstanceNotFound(input.serviceInstanceId);
     const bad: FieldViolation[] = [];
     const template = this.templateOf(input.source, input.site, bad);
     if (!instance.orgNetworks.some((n) => n.name === input.networkName)) {

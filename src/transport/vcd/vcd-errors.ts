@@ -18,6 +18,11 @@ const ERROR_TYPE = "application/vnd.vmware.vcloud.error+xml";
 // HTTP status (vcd-xml.ts).
 const ownMinorCodes = new Set(["INVALID_REFERENCE"]);
 
+// The virtualization API answers an unknown vDC as one the caller may not use (CONTRACT section 7: 403 for "an
+// unknown or foreign vDC"), so that vDC ids reveal nothing there; the other surfaces answer NOT_FOUND, as for node
+// pools.
+const forbiddenReasons = new Set(["SERVICE_INSTANCE_NOT_FOUND"]);
+
 // An Error document for a refusal of the adapter itself (no version, wrong media type, unreadable XML). Without a
 // negotiated version the Content-Type is plain XML.
 export function refusal(version: string | null, status: number, message: string, reason: string | null, extra: Record<string, string> = {}): Answer {
@@ -32,8 +37,8 @@ export function errorAnswer(version: string | null, thrown: unknown, domain: Err
   const callError = callErrorOf(thrown, domain, requestId);
   if (callError.internal) logger.error({ err: thrown, requestId }, "a virtualization API call failed with an internal error");
   const error = toConnectError(callError, null);
-  const status = httpStatusOfError(error);
   const reason = error.findDetails(ErrorInfoSchema)[0]?.reason ?? null;
+  const status = reason !== null && forbiddenReasons.has(reason) ? 403 : httpStatusOfError(error);
   const extra: Record<string, string> = {};
   const retryAfter = retryAfterSeconds(error);
   if (retryAfter !== undefined) extra["retry-after"] = String(retryAfter);

@@ -36,6 +36,9 @@ const parser = new XMLParser({
 
 type Node = Record<string, unknown> & { ":@"?: Record<string, string> };
 
+// The request documents of this API are a few levels deep; a deeper one is refused rather than walked.
+export const MAX_XML_DEPTH = 32;
+
 export function readXml(body: string): XmlElement {
   if (body.includes("<!DOCTYPE") || body.includes("<!ENTITY")) {
     throw new XmlRefusal("the body declares a DOCTYPE or entities, which this API does not accept");
@@ -43,10 +46,16 @@ export function readXml(body: string): XmlElement {
   if (body.trim() === "") throw new XmlRefusal("the body is empty; send the request's XML document");
   const valid = XMLValidator.validate(body);
   if (valid !== true) throw new XmlRefusal(`the body is not well-formed XML: ${valid.err.msg} (line ${valid.err.line})`);
-  const nodes = parser.parse(body) as Node[];
+  let nodes: Node[];
+  try {
+    nodes = parser.parse(body) as Node[];
+  } catch (err) {
+    // The library's own limits (nesting, entity expansion) and whatever its validator let through.
+    throw new XmlRefusal(`the body could not be read as XML: ${err instanceof Error ? err.message : String(err)}`);
+  }
   const roots = nodes.filter((n) => elementName(n) !== null);
   if (roots.length !== 1) throw new XmlRefusal("the body must hold exactly one root element");
-  return toElement(roots[0]!, new Map([["xml", "http://www.w3.org/XML/1998/namespace"]]));
+  return toElement(roots[0]!, new Map([["xml", "http://www.w3.org/XML/1998/namespace"]]), 1);
 }
 
 function elementName(node: Node): string | null {
@@ -54,8 +63,9 @@ function elementName(node: Node): string | null {
   return null;
 }
 
-function toElement(node: Node, scope: Map<string, string>): XmlElement {
+function toElement(node: Node, scope: Map<string, string>, depth: number): XmlElement {
   const qname = elementName(node)!;
+  if (depth > MAX_XML_DEPTH) throw new XmlRefusal(`the body nests elements more than ${MAX_XML_DEPTH} deep`);
   const attrs = node[":@"] ?? {};
   let inner = scope;
   const attributes = new Map<string, string>();
@@ -74,7 +84,7 @@ function toElement(node: Node, scope: Map<string, string>): XmlElement {
   const children: XmlElement[] = [];
   let text = "";
   for (const child of node[qname] as Node[]) {
-    if (elementName(child) !== null) children.push(toElement(child, inner));
+    if (elementName(child) !== null) children.push(toElement(child, inner, depth + 1));
     else if (typeof child["#text"] === "string") text += child["#text"];
   }
   return { ns: ns ?? "", name: colon < 0 ? qname : qname.slice(colon + 1), attributes, children, text: text.trim() };
