@@ -83,7 +83,7 @@ function networkOf(params: XmlElement): string {
   for (const child of section.children) {
     const at = child.ns === OVF_NS && child.name === "Info" ? 0 : child.ns === VCLOUD_NS && child.name === "Link" ? 1 : child.ns === VCLOUD_NS && child.name === "NetworkConfig" ? 2 : -1;
     if (at < 0) throw new XmlRefusal(`NetworkConfigSection has no child element ${child.name}; allowed, in this order: ovf:Info, Link, NetworkConfig`);
-    if (at < stage || (at === 0 && stage === 0 && configs.length > 0)) throw new XmlRefusal(`${child.name} is out of order in NetworkConfigSection; the schema's order is ovf:Info, Link, NetworkConfig`);
+    if (at < stage) throw new XmlRefusal(`${child.name} is out of order in NetworkConfigSection; the schema's order is ovf:Info, Link, NetworkConfig`);
     stage = at;
     if (at === 2) configs.push(child);
   }
