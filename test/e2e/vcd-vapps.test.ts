@@ -2,6 +2,7 @@ import http from "node:http";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startServer } from "../support/server.js";
+import { auditRecords } from "../support/store-snapshot.js";
 import type { TestServer } from "../support/server.js";
 import { ACCEPT, CENTOS, DEBIAN, MOSCOW, SPB, UBUNTU, attr, instantiate, instantiateParams, site, templateHref, vcd } from "./vcd-helpers.js";
 import type { XmlResponse } from "./vcd-helpers.js";
@@ -147,6 +148,11 @@ describe("POST /api/vdc/<id>/action/instantiateVAppTemplate", () => {
     expect(read.doc.VApp).toMatchObject({ "@_status": "8", "@_deployed": "false", "@_name": "web-off" });
     expect((read.doc.VApp as Record<string, unknown>).Tasks).toBeUndefined();
     expect(read.text).toContain('<NetworkConfig networkName="org-net-default"/>');
+
+    // The pipeline's audit stage recorded the creation, as it does on every protocol.
+    const record = auditRecords(server.dataDir).find((r) => r.method === "compute.vapp.v1.VAppService/InstantiateVAppTemplate" && r.protocol === "vcd");
+    expect(record).toMatchObject({ principal: server.adminId, scope: `service-instance:${MOSCOW}`, resource: `/vapp/v1/vdcs/${MOSCOW}/vapps:instantiate`, code: 0 });
+    expect(record!.request_id).toBe(res.headers.get("x-request-id"));
   });
 
   it("powers the vApp on (status 4, deployed) when powerOn is true, and takes a template with EULAs once they are accepted", async () => {
