@@ -13,7 +13,15 @@ import type { XmlResponse } from "./vcd-helpers.js";
 let server: TestServer;
 
 beforeAll(async () => {
-  server = await startServer();
+  // A stage of the pipeline that adds a response header, as a rate limiter would: the XML answers carry it.
+  server = await startServer({
+    stages: [
+      (call, next) => {
+        call.addResponseHeader("x-stage", "seen");
+        return next(call);
+      },
+    ],
+  });
 });
 afterAll(() => server.stop());
 
@@ -168,5 +176,13 @@ describe("POST /api/vdc/<id>/action/instantiateVAppTemplate", () => {
   it("answers in the version the caller asked for, in Content-Type", async () => {
     const res = await vcd(server.url, "/api/query?type=vAppTemplate", { token: server.token, accept: "application/*;version=36.0" });
     expect(res.headers.get("content-type")).toBe(`${recordsType};version=36.0`);
+  });
+
+  it("writes the headers of the pipeline's stages on answers and refusals alike", async () => {
+    const listed = await vcd(server.url, "/api/query?type=vAppTemplate", { token: server.token });
+    expect(listed.headers.get("x-stage")).toBe("seen");
+    const refused = await vcd(server.url, "/api/query?type=vAppTemplate&page=7", { token: server.token });
+    expect(refused.status).toBe(400);
+    expect(refused.headers.get("x-stage")).toBe("seen");
   });
 });

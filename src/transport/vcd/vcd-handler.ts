@@ -53,14 +53,16 @@ export function createVcdHandler(settings: VcdSettings): (req: NodeRequest, res:
   const getTask = table.of(VAppService.method.getVAppTask);
 
   // Runs the method's pipeline; a refusal becomes the Error document with the status the REST surface would give.
-  async function run<T>(entry: MethodEntry, request: Message, req: NodeRequest, version: string, requestId: string): Promise<{ ok: T } | { failed: Answer }> {
+  // The headers the stages added go on the answer either way.
+  async function run<T>(entry: MethodEntry, request: Message, req: NodeRequest, version: string, requestId: string): Promise<{ ok: T; headers: Record<string, string> } | { failed: Answer }> {
     const call = new Call(entry, "vcd", request, new NodeHeaders(req.headers), requestId, null, req.socket);
+    const stageHeaders = (): Record<string, string> => Object.fromEntries(call.responseHeaders ?? []);
     try {
       const response = (await entry.invoke!(call)) as T;
-      return { ok: response };
+      return { ok: response, headers: stageHeaders() };
     } catch (thrown) {
       const answer = errorAnswer(version, thrown, entry.policy.domain, requestId, settings.logger);
-      for (const [name, value] of call.responseHeaders ?? []) answer.headers[name] = value;
+      Object.assign(answer.headers, stageHeaders());
       return { failed: answer };
     }
   }
@@ -87,6 +89,7 @@ export function createVcdHandler(settings: VcdSettings): (req: NodeRequest, res:
       "@_href": `${siteOf(req).base}/api/session`,
       "@_type": SESSION_TYPE,
     }), {
+      ...result.headers,
       "x-vmware-vcloud-access-token": result.ok.token?.accessToken ?? "",
       "x-vmware-vcloud-token-type": "Bearer",
     });
@@ -111,7 +114,7 @@ export function createVcdHandler(settings: VcdSettings): (req: NodeRequest, res:
       return `${site.base}/api/query?${next.toString()}`;
     };
     const body = queryRecordsDocument(site, { response: result.ok, href: `${site.base}${req.url ?? ""}`, pageHref });
-    return ok(200, MEDIA.records, version, body);
+    return ok(200, MEDIA.records, version, body, result.headers);
   }
 
   async function instantiateTemplate(req: NodeRequest, vdcId: string, version: string, requestId: string): Promise<Answer> {
@@ -131,17 +134,17 @@ export function createVcdHandler(settings: VcdSettings): (req: NodeRequest, res:
     const result = await run<VApp>(instantiate, request, req, version, requestId);
     if ("failed" in result) return result.failed;
     const site = siteOf(req);
-    return ok(201, MEDIA.vapp, version, vappDocument(site, result.ok), { location: vappHref(site, result.ok.id) });
+    return ok(201, MEDIA.vapp, version, vappDocument(site, result.ok), { ...result.headers, location: vappHref(site, result.ok.id) });
   }
 
   async function readVApp(req: NodeRequest, vappId: string, version: string, requestId: string): Promise<Answer> {
     const result = await run<VApp>(getVApp, create(GetVAppRequestSchema, { vappId }), req, version, requestId);
-    return "failed" in result ? result.failed : ok(200, MEDIA.vapp, version, vappDocument(siteOf(req), result.ok));
+    return "failed" in result ? result.failed : ok(200, MEDIA.vapp, version, vappDocument(siteOf(req), result.ok), result.headers);
   }
 
   async function readTask(req: NodeRequest, taskId: string, version: string, requestId: string): Promise<Answer> {
     const result = await run<VAppTask>(getTask, create(GetVAppTaskRequestSchema, { taskId }), req, version, requestId);
-    return "failed" in result ? result.failed : ok(200, MEDIA.task, version, taskDocument(siteOf(req), result.ok));
+    return "failed" in result ? result.failed : ok(200, MEDIA.task, version, taskDocument(siteOf(req), result.ok), result.headers);
   }
 
   async function answer(req: NodeRequest, requestId: string): Promise<Answer> {
