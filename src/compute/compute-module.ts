@@ -20,7 +20,10 @@ import { SimulatedProvider } from "./node-pools/simulated-provider.js";
 import { TaskManager } from "./tasks/task-manager.js";
 import { TaskNotifier } from "./tasks/task-notifier.js";
 import { createTaskService } from "./tasks/task-service.js";
+import { CombinedQueue } from "./tasks/combined-queue.js";
+import type { TaskRecord } from "./tasks/task-model.js";
 import { TaskWorker } from "./tasks/task-worker.js";
+import type { VAppTaskRecord } from "./vapps/vapp-model.js";
 import type { VAppScopes } from "../pipeline/stages/authorization.js";
 import { SqliteVAppStore } from "../storage/sqlite/sqlite-vapp-store.js";
 import { vappNotFound, vappTaskNotFound } from "./vapps/vapp-errors.js";
@@ -69,9 +72,16 @@ export function createComputeModule(deps: ComputeModuleDeps): ComputeModule {
   const provider = new SimulatedProvider(new SqliteNodeLedger(deps.db), deps.catalog, { delayPerNodeMs: deps.providerDelayMs });
   const notifier = new TaskNotifier();
   const runner = new NodePoolTaskRunner(store, provider, deps.clock, logger);
-  const worker = new TaskWorker(
-    store,
+  // vApp creation tasks: a queue of their own, taken by the same worker as node pool tasks.
+  const vappStore = new SqliteVAppStore(deps.db);
+  const vappRunner = new VAppTaskRunner(vappStore, deps.clock, logger, { buildDelayMs: deps.providerDelayMs });
+  const worker = new TaskWorker<TaskRecord | VAppTaskRecord>(
+    new CombinedQueue<TaskRecord | VAppTaskRecord>(store, [store, vappStore]),
     async (task, workerId, signal) => {
+      if (task.command === "InstantiateVAppTemplate") {
+        await vappRunner.run(task, workerId, signal);
+        return;
+      }
       const finished = await runner.run(task, workerId, signal);
       if (finished !== null) notifier.notify(finished.id);
     },
@@ -80,20 +90,7 @@ export function createComputeModule(deps: ComputeModuleDeps): ComputeModule {
     { workerId: randomUUID(), concurrency: deps.taskConcurrency, heartbeatMs: HEARTBEAT_MS, leaseMs: LEASE_MS },
   );
   const manager = new NodePoolManager(store, deps.catalog, deps.clock, () => worker.kick());
-
-  // vApp creation tasks: a queue of their own, run by a second worker of the same engine.
-  const vappStore = new SqliteVAppStore(deps.db);
-  const vappRunner = new VAppTaskRunner(vappStore, deps.clock, logger, { buildDelayMs: deps.providerDelayMs });
-  const vappWorker = new TaskWorker(
-    vappStore,
-    async (task, workerId, signal) => {
-      await vappRunner.run(task, workerId, signal);
-    },
-    deps.clock,
-    logger,
-    { workerId: randomUUID(), concurrency: deps.taskConcurrency, heartbeatMs: HEARTBEAT_MS, leaseMs: LEASE_MS },
-  );
-  const vapps = new VAppManager(vappStore, deps.catalog, templatesOf(deps.catalog), deps.clock, () => vappWorker.kick());
+  const vapps = new VAppManager(vappStore, deps.catalog, templatesOf(deps.catalog), deps.clock, () => worker.kick());
   return {
     nodePoolService: createNodePoolService(manager),
     taskService: createTaskService(new TaskManager(store, deps.catalog, notifier)),
@@ -104,13 +101,10 @@ export function createComputeModule(deps: ComputeModuleDeps): ComputeModule {
       vappNotFound,
       taskNotFound: vappTaskNotFound,
     },
-    start: () => {
-      worker.start();
-      vappWorker.start();
-    },
+    start: () => worker.start(),
     async stop() {
       notifier.close();
-      await Promise.all([worker.stop(), vappWorker.stop()]);
+      await worker.stop();
     },
   };
 }

@@ -1,6 +1,6 @@
-// What the task worker (src/compute/tasks/task-worker.ts) needs of a store of tasks: liveness of workers and an
-// atomic claim. The node pool tasks and the vApp tasks are two queues of this shape, run by two workers of the
-// same engine.
+// What the task worker (src/compute/tasks/task-worker.ts) needs of the stores of tasks: liveness of workers and
+// atomic claims. Node pool tasks and vApp tasks are two stores of claims sharing one record of live workers; the
+// process's one worker takes from both (src/compute/tasks/combined-queue.ts).
 export interface QueuedTask {
   id: string;
   command: string;
@@ -8,14 +8,19 @@ export interface QueuedTask {
   attempts: number;
 }
 
-export interface TaskQueue<T extends QueuedTask> {
+export interface WorkerLiveness {
   // Records that a worker is alive at `now`, and forgets the workers silent since before `forgetBefore` (a crashed
   // worker leaves its record behind; a forgotten worker counts as dead, as it did before). The tasks a worker holds
   // are safe from other workers only while its heartbeat is fresh.
   heartbeat(workerId: string, now: number, forgetBefore: number): Promise<void>;
   // Forgets a worker that stopped cleanly, so its unfinished tasks can be taken at once.
   retireWorker(workerId: string): Promise<void>;
+}
+
+export interface TaskClaims<T extends QueuedTask> {
   // Takes the oldest task that is waiting, or running under another worker whose heartbeat is older than
   // `staleBefore` (or gone): marks it running under `workerId` and counts the attempt. Null when there is none.
   claimTask(workerId: string, now: number, staleBefore: number): Promise<T | null>;
 }
+
+export interface TaskQueue<T extends QueuedTask> extends WorkerLiveness, TaskClaims<T> {}

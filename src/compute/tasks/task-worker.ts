@@ -16,8 +16,8 @@ export interface TaskWorkerSettings {
 
 // Takes stored tasks and runs them. Claims are atomic in the store, so a task is run by one worker at a time; a
 // task whose worker died (no heartbeat within the lease) is claimed again and resumed, which is why the work it
-// does must be idempotent. One engine for every kind of task: each queue (node pool tasks, vApp tasks) gets a
-// worker of its own.
+// does must be idempotent. One worker per process for every kind of task (node pool and vApp tasks, through
+// combined-queue.ts).
 export class TaskWorker<T extends QueuedTask> {
   private readonly running = new Set<Promise<void>>();
   private readonly abort = new AbortController();

@@ -5,7 +5,8 @@ import type { VAppStore, VAppTaskFinish } from "../vapp-store.js";
 import { vappFromRow, vappTaskFromRow, vappTaskToRow, vappToRow } from "../vapp-rows.js";
 import type { VAppRow, VAppTaskRow } from "../vapp-rows.js";
 
-// vApps and their tasks in the embedded database. Synchronous like every better-sqlite3 store; IMMEDIATE
+// vApps and their tasks in the embedded database. Workers' heartbeats are SqliteComputeStore's (compute_workers),
+// read by the claim. Synchronous like every better-sqlite3 store; IMMEDIATE
 // transactions serialize writers of other processes on the same file.
 export class SqliteVAppStore implements VAppStore {
   private readonly stmt;
@@ -32,12 +33,6 @@ export class SqliteVAppStore implements VAppStore {
       ),
       getTask: db.prepare("SELECT * FROM vapp_tasks WHERE id = ?"),
       claimedTask: db.prepare("SELECT * FROM vapp_tasks WHERE id = ? AND status = 'running' AND claimed_by = ?"),
-      heartbeat: db.prepare(
-        `INSERT INTO compute_workers (id, heartbeat_at) VALUES (?, ?)
-         ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at`,
-      ),
-      retireWorker: db.prepare("DELETE FROM compute_workers WHERE id = ?"),
-      forgetWorkers: db.prepare("DELETE FROM compute_workers WHERE heartbeat_at < ?"),
       // As the node pool queue's claim (sqlite-compute-store.ts), one statement picks the task and marks it ours. A
       // vApp task is stored running (vapp-manager.ts): unclaimed, or claimed by a worker whose heartbeat stopped.
       claimTask: db.prepare(
@@ -73,17 +68,6 @@ export class SqliteVAppStore implements VAppStore {
   async getVAppTask(id: string): Promise<VAppTaskRecord | null> {
     const row = this.stmt.getTask.get(id) as VAppTaskRow | undefined;
     return row === undefined ? null : vappTaskFromRow(row);
-  }
-
-  async heartbeat(workerId: string, now: number, forgetBefore: number): Promise<void> {
-    this.db.transaction(() => {
-      this.stmt.forgetWorkers.run(forgetBefore);
-      this.stmt.heartbeat.run(workerId, now);
-    })();
-  }
-
-  async retireWorker(workerId: string): Promise<void> {
-    this.stmt.retireWorker.run(workerId);
   }
 
   async claimTask(workerId: string, _now: number, staleBefore: number): Promise<VAppTaskRecord | null> {
