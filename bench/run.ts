@@ -18,7 +18,7 @@ import { allScenarios, label } from "./lib/scenarios.js";
 import type { Scenario, Subject } from "./lib/scenarios.js";
 import { ACCESS_STAGES_OFF, METRICS_OFF, PIPELINE_STAGES_OFF, startBaseline, startCloudplane } from "./lib/servers.js";
 import { post } from "./lib/http-client.js";
-import type { LaunchOptions, RunningServer, ServerName } from "./lib/servers.js";
+import type { LaunchOptions, ServerName } from "./lib/servers.js";
 
 // `npm run bench`: cloudplane against servers that do the same AES-256-GCM work with less machinery, under h2load,
 // each scenario of lib/scenarios.ts side by side in the same rounds: gRPC Encrypt and Decrypt at 1 KiB and 64 KiB
@@ -199,12 +199,13 @@ async function adminToken(port: number, dataDir: string): Promise<string> {
   return token;
 }
 
-async function measure(h2load: string, s: RunningServer, scenario: Scenario, body: Body, authorization: string): Promise<Measurement> {
+async function measure(h2load: string, subject: Subject, scenario: Scenario, body: Body): Promise<Measurement> {
+  const { server: s, authorization } = subject;
   const before = cpuSeconds(s.child.pid) ?? 0;
   const cpu0Before = settings.pinned ? cpuBusySeconds(0) : null;
   const started = performance.now();
   const h1 = scenario.transport === "http1";
-  const { result } = await runH2load(h2load, {
+  const { result } = scenario.loop !== undefined ? { result: await scenario.loop({ subject, durationS: settings.durationS, warmupS: settings.warmupS }) } : await runH2load(h2load, {
     url: `http://127.0.0.1:${s.port}${scenario.path}`,
     bodyFile: body.file,
     headers: [...scenario.headers, `authorization: ${authorization}`],
@@ -347,7 +348,7 @@ async function main(): Promise<number> {
         for (const scenario of mine) bodies.set(scenario.id, await prepare(scenario));
         for (const scenario of mine) {
           if (settings.idleS > 0) await new Promise((r) => setTimeout(r, settings.idleS * 1000));
-          const m = await measure(h2load, s.server, scenario, bodies.get(scenario.id)!, s.authorization);
+          const m = await measure(h2load, s, scenario, bodies.get(scenario.id)!);
           const noise = m.foreignPercent === null ? "" : `  others on CPU 0 ${m.foreignPercent.toFixed(0)}%${m.foreignPercent > NOISY_PERCENT ? " (noisy)" : ""}`;
           log(`  ${name.padEnd(10)} ${scenario.id.padEnd(20)} ${m.result.reqPerS.toFixed(0).padStart(7)} req/s  mean ${m.result.meanLatencyMs.toFixed(1)} ms  CPU ${m.cpuPercent.toFixed(0)}%${noise}`);
           const k = `${scenario.id}/${name}`;

@@ -29,7 +29,7 @@ const specs = {
   accessTokenTtlSeconds: { flag: "access-token-ttl-seconds", env: "ACCESS_TOKEN_TTL_SECONDS", description: "lifetime of an access token issued by POST /public/v2/service_auth", default: "3600" },
   authFailuresPerMinute: { flag: "auth-failures-per-minute", env: "AUTH_FAILURES_PER_MINUTE", description: "failed authentications one address (or one client id at service_auth) may make in a minute; then it is refused with 429 for a minute", default: "20" },
   catalogFile: { flag: "catalog", env: "CATALOG_FILE", description: "JSON file of the platform catalog (service instances, clusters, flavors); none means the shipped catalog/default-catalog.json", default: "" },
-  providerDelayMs: { flag: "provider-delay-ms", env: "PROVIDER_DELAY_MS", description: "time the simulated provider takes to bring one node up or down", default: "1000" },
+  providerDelayMs: { flag: "provider-delay-ms", env: "PROVIDER_DELAY_MS", description: "time the simulated provider takes to bring one node up or down, and to build a vApp", default: "1000" },
   taskConcurrency: { flag: "task-concurrency", env: "TASK_CONCURRENCY", description: "node pool tasks one server runs at the same time", default: "16" },
   headersTimeoutSeconds: { flag: "headers-timeout-seconds", env: "HEADERS_TIMEOUT_SECONDS", description: "time a connection has for its first bytes (HTTP/2 preface or HTTP/1.1 request head) and an HTTP/1.1 request for its head; then it is closed", default: "10" },
   requestTimeoutSeconds: { flag: "request-timeout-seconds", env: "REQUEST_TIMEOUT_SECONDS", description: "time a request has to arrive whole, body included, on every protocol (streaming reflection exempt); then it is refused (HTTP/1.1: 408) or its stream reset", default: "30" },

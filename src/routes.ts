@@ -4,6 +4,7 @@ import { AuthService } from "../gen/compute/auth/v2/auth_pb.js";
 import { KeyManagerService } from "../gen/kms/v1/kms_pb.js";
 import { NodePoolService } from "../gen/compute/cluster/v1/node_pool_pb.js";
 import { TaskService } from "../gen/compute/cluster/v1/task_pb.js";
+import { VAppService } from "../gen/compute/vapp/v1/vapp_pb.js";
 import { Health } from "../gen/grpc/health/v1/health_pb.js";
 import { ServerReflection as ServerReflectionV1 } from "../gen/grpc/reflection/v1/reflection_pb.js";
 import { ServerReflection as ServerReflectionV1alpha } from "../gen/grpc/reflection/v1alpha/reflection_pb.js";
@@ -16,7 +17,7 @@ import type { HealthStatus } from "./transport/grpc/health-service.js";
 import { createReflectionServices } from "./transport/grpc/reflection-service.js";
 
 // The product's services: served on every protocol, REST included.
-export const apiServices: DescService[] = [AuthService, KeyManagerService, NodePoolService, TaskService];
+export const apiServices: DescService[] = [AuthService, KeyManagerService, NodePoolService, TaskService, VAppService];
 
 // gRPC's own services, which only Connect serves (their calls still run through the pipeline, by its
 // interceptor).
@@ -27,6 +28,7 @@ export interface ServiceHandlerSet {
   kms: ServiceHandlers<typeof KeyManagerService>;
   nodePools: ServiceHandlers<typeof NodePoolService>;
   tasks: ServiceHandlers<typeof TaskService>;
+  vapps: ServiceHandlers<typeof VAppService>;
 }
 
 export function servedServices(handlers: ServiceHandlerSet): ServedService[] {
@@ -35,6 +37,7 @@ export function servedServices(handlers: ServiceHandlerSet): ServedService[] {
     servedService(KeyManagerService, handlers.kms),
     servedService(NodePoolService, handlers.nodePools),
     servedService(TaskService, handlers.tasks),
+    servedService(VAppService, handlers.vapps),
   ];
 }
 

@@ -125,6 +125,7 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
     kms: createKmsService(manager, crypto, clock, { minRotationMs: config.minRotationMs }),
     nodePools: compute.nodePoolService,
     tasks: compute.taskService,
+    vapps: compute.vappService,
   });
   if (config.pipelineStages !== "all") {
     logger.warn(`PIPELINE_STAGES=${config.pipelineStages}: calls run without ${config.pipelineStages === "none" ? "request ids, deadlines, credentials or audit" : "authentication or authorization: every caller may do everything"}; for benchmarks only`);
@@ -135,7 +136,7 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
     clock,
     maxCallMs: config.maxCallMs,
     mode: config.pipelineStages,
-    access: { authenticator, policy: access, keyScopes: { namespaceOfKey: (keyId) => manager.namespaceOf(keyId), keyNotFound } },
+    access: { authenticator, policy: access, keyScopes: { namespaceOfKey: (keyId) => manager.namespaceOf(keyId), keyNotFound }, vappScopes: compute.vappScopes },
     audit,
     metrics: callTallies,
     extra: options.extraStages ?? [],

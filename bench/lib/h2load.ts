@@ -6,7 +6,8 @@ import { runToEnd } from "./children.js";
 
 export interface LoadOptions {
   url: string;
-  bodyFile: string;
+  // The request body, posted; null: a GET.
+  bodyFile: string | null;
   // Request headers besides h2load's own, e.g. "content-type: application/grpc".
   headers: string[];
   // HTTP/1.1 instead of h2c; `streams` must then be 1 (h2load would pipeline otherwise).
@@ -84,7 +85,7 @@ export async function runH2load(h2load: string, o: LoadOptions): Promise<{ resul
     "-t", "1",
     "-D", String(o.durationS),
     "--warm-up-time", String(o.warmupS),
-    "-d", o.bodyFile,
+    ...(o.bodyFile === null ? [] : ["-d", o.bodyFile]),
     ...o.headers.flatMap((h) => ["-H", h]),
     ...(o.h1 ? ["--h1"] : []),
     o.url,

@@ -24,7 +24,8 @@ export function grpcFrame(message: Uint8Array): Buffer {
 }
 
 export interface Body {
-  file: string;
+  // Null for a GET.
+  file: string | null;
   // Bytes of the response message a correct answer carries: framed for gRPC and gRPC-web, the JSON for REST and
   // Connect.
   responseBytes: number;

@@ -7,17 +7,19 @@ import {
   EncryptResponseSchema,
 } from "../../gen/kms/v1/kms_pb.js";
 import type { KmsClient } from "./grpc-client.js";
+import type { LoadResult } from "./h2load.js";
 import { post } from "./http-client.js";
 import type { Reply } from "./http-client.js";
 import { decryptBody, encryptBody, getCryptoKeyBody, grpcFrame, jsonEncryptBody, jsonEncryptRequest } from "./payloads.js";
 import type { Body } from "./payloads.js";
 import type { RunningServer, ServerName } from "./servers.js";
+import { vcdInstantiate, vcdQuery } from "./vapp-scenarios.js";
 
 // What the bench measures: one scenario is one request, posted by h2load to every server that serves it, with
 // the targets of issue 8 on cloudplane's req/s. Each scenario also knows how to check a real answer end to end
 // (h2load sees HTTP statuses and byte counts only) and writes the body h2load posts.
 
-export type Protocol = "gRPC" | "gRPC-web" | "Connect" | "REST";
+export type Protocol = "gRPC" | "gRPC-web" | "Connect" | "REST" | "VCD XML";
 
 // A target on the req/s of cloudplane (and of a candidate) in one scenario, against another server of the same
 // scenario measured in the same rounds.
@@ -48,10 +50,16 @@ export interface PrepareContext {
   aad: Buffer;
 }
 
+export interface LoopContext {
+  subject: Subject;
+  durationS: number;
+  warmupS: number;
+}
+
 export interface Scenario {
   id: string;
   protocol: Protocol;
-  method: "Encrypt" | "Decrypt" | "GetCryptoKey";
+  method: "Encrypt" | "Decrypt" | "GetCryptoKey" | "query vAppTemplate" | "instantiate to success";
   payload: string;
   // Every server it runs on; a candidate, when given, runs wherever cloudplane does. The others than cloudplane
   // (and candidate) are its references: each row shows its ratio to each of them.
@@ -67,6 +75,9 @@ export interface Scenario {
   // server's batch: for a comparison of two cloudplane variants close enough to need both in the same state (just
   // started) and measured at the same time.
   ownProcess?: boolean;
+  // Measured by this loop of its own instead of h2load (a sequence of calls per round trip, which h2load cannot
+  // make); its reqPerS is round trips per second.
+  loop?: (ctx: LoopContext) => Promise<LoadResult>;
   // One real call checked in full, then the request body h2load posts. Runs again after the load: the server
   // must still answer correctly.
   prepare(ctx: PrepareContext): Promise<Body>;
@@ -285,6 +296,8 @@ export const allScenarios: Scenario[] = [
   pipelineStages,
   accessStages,
   metricsStage,
+  vcdQuery,
+  vcdInstantiate,
 ];
 
 export function label(s: Scenario): string {

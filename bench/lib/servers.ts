@@ -110,6 +110,8 @@ export async function startCloudplane(
       DATA_DIR: dataDir,
       MASTER_KEY: randomBytes(32).toString("base64"),
       LOG_LEVEL: "warn",
+      // The vApp round trips measure the server, not the simulated platform's build time.
+      PROVIDER_DELAY_MS: "0",
       ...extraEnv,
     },
   });

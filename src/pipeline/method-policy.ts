@@ -8,8 +8,9 @@ import type { FieldReader } from "./request-fields.js";
 
 // Where the access check of a call is made: the scope kind and how to read its id from the request.
 export interface ScopeRule {
-  // "kms-key": the request names a key; its namespace is the scope.
-  kind: "kms-namespace" | "kms-key" | "service-instance" | "workspace";
+  // "kms-key": the request names a key; its namespace is the scope. "vapp", "vapp-task": the request names a vApp
+  // or a vApp task; its service instance (vDC) is the scope.
+  kind: "kms-namespace" | "kms-key" | "service-instance" | "workspace" | "vapp" | "vapp-task";
   // Reads the id from the request; for "workspace" the id comes from x-workspace-id instead.
   read: FieldReader | null;
 }
@@ -48,6 +49,8 @@ const scopeKinds: Partial<Record<Scope_Kind, ScopeRule["kind"]>> = {
   [Scope_Kind.KMS_KEY]: "kms-key",
   [Scope_Kind.SERVICE_INSTANCE]: "service-instance",
   [Scope_Kind.WORKSPACE]: "workspace",
+  [Scope_Kind.VAPP]: "vapp",
+  [Scope_Kind.VAPP_TASK]: "vapp-task",
 };
 
 // Throws at start-up for a method that declares no policy, or one that names no scope without being public: a

@@ -7,7 +7,7 @@ import type { Stage } from "./stage.js";
 import { auditStage } from "./stages/audit.js";
 import { authenticationStage } from "./stages/authentication.js";
 import { authorizationStage } from "./stages/authorization.js";
-import type { KeyScopes } from "./stages/authorization.js";
+import type { KeyScopes, VAppScopes } from "./stages/authorization.js";
 import { credentialsStage } from "./stages/credentials.js";
 import { deadlineStage } from "./stages/deadline.js";
 import { errorsAndLogStage } from "./stages/errors-and-log.js";
@@ -27,7 +27,7 @@ export interface StageSettings {
   maxCallMs: number;
   mode: StageMode;
   // What authentication and authorization read; null only in mode no-access or none.
-  access: { authenticator: Authenticator; policy: AccessPolicy; keyScopes: KeyScopes } | null;
+  access: { authenticator: Authenticator; policy: AccessPolicy; keyScopes: KeyScopes; vappScopes: VAppScopes } | null;
   audit: AuditTrail;
   // Where the metrics stage counts calls; null when metrics are off (METRICS=off).
   metrics: CallTallies | null;
@@ -52,7 +52,7 @@ export function pipelineStages(settings: StageSettings): Stage[] {
     ...(access !== null ? [authenticationStage(access.authenticator)] : []),
     // Outside the access check, so that refusals by it are recorded with the principal who was refused.
     auditStage(settings.audit, settings.clock),
-    ...(access !== null ? [authorizationStage(access.policy, access.keyScopes)] : []),
+    ...(access !== null ? [authorizationStage(access.policy, access.keyScopes, access.vappScopes)] : []),
     ...settings.extra,
   ];
 }

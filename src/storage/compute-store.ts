@@ -1,5 +1,6 @@
 import type { NodePoolRecord } from "../compute/node-pools/node-pool-model.js";
 import type { TaskRecord } from "../compute/tasks/task-model.js";
+import type { TaskQueue } from "./task-queue.js";
 
 // What starting a task on an existing pool decides: the pool as it should be stored and the new task.
 export interface PoolTaskStart {
@@ -32,7 +33,7 @@ export interface QueuedTasks {
   oldestCreatedAt: number | null;
 }
 
-export interface ComputeStore {
+export interface ComputeStore extends TaskQueue<TaskRecord> {
   getNodePool(id: string): Promise<NodePoolRecord | null>;
   // The pools of a cluster, oldest first.
   listNodePools(serviceInstanceId: string, clusterId: string): Promise<NodePoolRecord[]>;
@@ -44,15 +45,6 @@ export interface ComputeStore {
   getTask(id: string): Promise<TaskRecord | null>;
   // The tasks of a service instance (of one pool when nodePoolId is given), newest first.
   listTasks(serviceInstanceId: string, nodePoolId: string | null, page: TaskPage): Promise<TaskRecord[]>;
-  // Records that a worker is alive at `now`, and forgets the workers silent since before `forgetBefore` (a crashed
-  // worker leaves its record behind; a forgotten worker counts as dead, as it did before). The tasks a worker holds
-  // are safe from other workers only while its heartbeat is fresh.
-  heartbeat(workerId: string, now: number, forgetBefore: number): Promise<void>;
-  // Forgets a worker that stopped cleanly, so its unfinished tasks can be taken at once.
-  retireWorker(workerId: string): Promise<void>;
-  // Takes the oldest task that is PENDING, or RUNNING under another worker whose heartbeat is older than
-  // `staleBefore` (or gone): sets it RUNNING under `workerId` and counts the attempt. Null when there is none.
-  claimTask(workerId: string, now: number, staleBefore: number): Promise<TaskRecord | null>;
   // Runs `decide` on the task and its pool inside one transaction and stores the outcome, provided the task is
   // still RUNNING under `workerId`; otherwise stores nothing and returns null.
   finishTask(taskId: string, workerId: string, decide: (task: TaskRecord, pool: NodePoolRecord | null) => TaskFinish): Promise<TaskFinish | null>;

@@ -6,6 +6,7 @@ import { http } from "../../gen/google/api/annotations_pb.js";
 import { KeyManagerService } from "../../gen/kms/v1/kms_pb.js";
 import { NodePoolService } from "../../gen/compute/cluster/v1/node_pool_pb.js";
 import { TaskService } from "../../gen/compute/cluster/v1/task_pb.js";
+import { VAppService } from "../../gen/compute/vapp/v1/vapp_pb.js";
 import { apiServices, infrastructureServices } from "../../src/routes.js";
 import { adminAuth } from "../support/credentials.js";
 import { auditRecords, makePrincipal, resourceSnapshot } from "../support/principals.js";
@@ -15,7 +16,7 @@ import type { TestServer } from "../support/server.js";
 import { tempDir } from "../support/temp-dir.js";
 import { httpStatusOfCode, wireCall, wireProtocolsOf } from "../support/wire-call.js";
 import type { WireAnswer, WireProtocol } from "../support/wire-call.js";
-import { CLUSTER, FLAVOR, OTHER_VDC, VDC, writeTestCatalog } from "./compute-helpers.js";
+import { CLUSTER, FLAVOR, ORG_NETWORK, OTHER_VDC, VAPP_TEMPLATE, VDC, writeTestCatalog } from "./compute-helpers.js";
 
 // Generated from the descriptors of every served service (issue 9, "Must show"): every method, on every protocol
 // it is mapped to, called with a request that names real resources,
@@ -61,6 +62,8 @@ let viewer: Principal;
 // shortcut for a permission the principal has nowhere.
 let viewerEditorElsewhere: Principal;
 const values: Record<string, unknown> = {};
+// Fields whose proto name two methods share with different meanings, by method: the task of GetVAppTask is a vApp's.
+const valuesOf: Record<string, Record<string, unknown>> = {};
 
 // The request of a method: every top-level field whose proto name `values` knows.
 function requestFor(m: DescMethod): MessageShape<typeof m.input> {
@@ -68,7 +71,8 @@ function requestFor(m: DescMethod): MessageShape<typeof m.input> {
     return create(m.input, { messageRequest: { case: "listServices", value: "" } } as never);
   }
   const init: Record<string, unknown> = {};
-  for (const field of m.input.fields) if (field.name in values) init[field.localName] = values[field.name];
+  const given = { ...values, ...valuesOf[nameOf(m)] };
+  for (const field of m.input.fields) if (field.name in given) init[field.localName] = given[field.name];
   return create(m.input, init as never);
 }
 
@@ -112,6 +116,13 @@ beforeAll(async () => {
     timeout: { seconds: 30n },
   });
   if (done.task.status !== "SUCCEEDED") throw new Error(`the node pool was not made: ${JSON.stringify(done)}`);
+  const vapp = await admin<{ id: string; tasks: { id: string }[] }>(VAppService.method.instantiateVAppTemplate, {
+    serviceInstanceId: VDC,
+    name: "target-vapp",
+    source: VAPP_TEMPLATE,
+    networkName: ORG_NETWORK,
+  });
+  valuesOf["compute.vapp.v1.VAppService/GetVAppTask"] = { task_id: vapp.tasks[0]!.id };
   Object.assign(values, {
     parent_id: NS,
     key_id: key.id,
@@ -129,6 +140,9 @@ beforeAll(async () => {
     scale_policy: { fixedScale: { count: 2 } },
     task_id: task.id,
     timeout: { seconds: 1n },
+    vapp_id: vapp.id,
+    source: VAPP_TEMPLATE,
+    network_name: ORG_NETWORK,
   });
   viewer = await makePrincipal(server, "viewer", [
     ["viewer", `kms-namespace:${NS}`],
@@ -162,7 +176,7 @@ describe("the methods, from the descriptors", () => {
     for (const m of apiServices.flatMap((s) => s.methods)) expect(wireProtocolsOf(m)).toContain("rest");
     // The snapshots compared below hold the resources the requests name.
     const snapshot = resourceSnapshot(server.dataDir);
-    for (const table of ["kms_keys", "kms_versions", "compute_node_pools", "compute_tasks"]) expect(snapshot[table]?.length, table).toBeGreaterThan(0);
+    for (const table of ["kms_keys", "kms_versions", "compute_node_pools", "compute_tasks", "vapps", "vapp_tasks"]) expect(snapshot[table]?.length, table).toBeGreaterThan(0);
     expect(READ_ONLY_POSTS.every((name) => protectedMethods.some((m) => nameOf(m) === name && verbOf(m) === "post"))).toBe(true);
   });
 });

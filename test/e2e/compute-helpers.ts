@@ -16,6 +16,9 @@ export const CLUSTER = "cl-a1";
 // Room for many pools of at most 8 nodes.
 export const ROOMY_CLUSTER = "cl-a2";
 export const FLAVOR = "cpu.small";
+// An org network and a vApp template of VDC.
+export const ORG_NETWORK = "net-a";
+export const VAPP_TEMPLATE = "tpl-a";
 
 export const testCatalog = {
   computeFlavors: [
@@ -30,6 +33,8 @@ export const testCatalog = {
         { id: CLUSTER, name: "a1", capacity: 10, maxPoolSize: 20 },
         { id: ROOMY_CLUSTER, name: "a2", capacity: 1000, maxPoolSize: 8 },
       ],
+      orgNetworks: [{ id: "net-a-id", name: ORG_NETWORK }],
+      vAppTemplates: [{ id: VAPP_TEMPLATE, name: "template a" }],
     },
     { id: OTHER_VDC, name: "b", clusters: [{ id: "cl-b1", name: "b1", capacity: 4, maxPoolSize: 4 }] },
   ],

@@ -36,15 +36,36 @@ function protocolsOf(method: DescMethod): Protocol[] {
   // gRPC-web has no client streams; Connect's unary and streaming calls differ only in their content type.
   const base: Protocol[] = method.methodKind === "bidi_streaming" || method.methodKind === "client_streaming" ? ["grpc", "connect"] : ["grpc", "grpc-web", "connect"];
   const mapped: Protocol[] = getOption(method, http).pattern.case === undefined ? base : [...base, "rest"];
-  // The virtualization API's XML surface serves ServiceAuth too, as POST /api/sessions with Basic credentials.
-  return method.parent.typeName === "compute.auth.v2.AuthService" && method.name === "ServiceAuth" ? [...mapped, "vcd"] : mapped;
+  // The virtualization API's XML surface serves ServiceAuth too, as POST /api/sessions with Basic credentials, and
+  // every method of VAppService.
+  return method.name in vcdPaths ? [...mapped, "vcd"] : mapped;
 }
 
-async function vcdSessionCall(url: string): Promise<void> {
-  const basic = Buffer.from("nobody:wrong").toString("base64");
-  const res = await fetch(`${url}/api/sessions`, { method: "POST", headers: { authorization: `Basic ${basic}`, accept: "application/*;version=38.0" } });
-  await res.text();
+// The virtualization API's request of each method it serves.
+const vcdPaths: Record<string, () => { method: string; path: string; body?: string }> = {
+  ServiceAuth: () => ({ method: "POST", path: "/api/sessions" }),
+  ListVAppTemplates: () => ({ method: "GET", path: "/api/query?type=vAppTemplate" }),
+  InstantiateVAppTemplate: () => ({
+    method: "POST",
+    path: "/api/vdc/1/action/instantiateVAppTemplate",
+    body: '<InstantiateVAppTemplateParams xmlns="http://www.vmware.com/vcloud/v1.5" name="x"/>',
+  }),
+  GetVApp: () => ({ method: "GET", path: `/api/vApp/vapp-${vapp.id}` }),
+  GetVAppTask: () => ({ method: "GET", path: `/api/task/${vapp.taskId}` }),
+};
+
+// Without the admin's token when `anonymous`.
+async function vcdCall(url: string, method: DescMethod, anonymous = false): Promise<void> {
+  const call = vcdPaths[method.name]!();
+  const auth = method.name === "ServiceAuth" ? `Basic ${Buffer.from("nobody:wrong").toString("base64")}` : anonymous ? undefined : adminAuth(url).authorization;
+  const res = await fetch(`${url}${call.path}`, {
+    method: call.method,
+    headers: { ...(auth === undefined ? {} : { authorization: auth }), accept: "application/*;version=38.0", "content-type": "application/vnd.vmware.vcloud.instantiateVAppTemplateParams+xml" },
+    body: call.body,
+  });
+  await res.arrayBuffer();
 }
+
 
 // One call of an empty request over HTTP/2; a stream is let go once its response headers came.
 function rawCall(url: string, method: DescMethod, protocol: Exclude<Protocol, "rest" | "vcd">, auth: Record<string, string> = adminAuth(url)): Promise<void> {
@@ -66,16 +87,21 @@ function rawCall(url: string, method: DescMethod, protocol: Exclude<Protocol, "r
   });
 }
 
-// A key that exists, for the paths that name one: the access check answers an unknown key id itself, before the
-// stages after it (the probe among them) see the call.
+// A key and a vApp that exist, for the paths that name one: the access check answers an unknown key, vApp or
+// task id itself, before the stages after it (the probe among them) see the call.
 let keyId = "";
+const vapp = { id: "", taskId: "" };
 
 async function restCall(url: string, method: DescMethod, auth: Record<string, string> = adminAuth(url)): Promise<void> {
   const rule = getOption(method, http);
   const { pattern } = rule;
   if (pattern.case === undefined || pattern.case === "custom") throw new Error(`${method.name}: unexpected rule`);
   // "1" fits every other path variable (ids are strings or numbers), so the request reaches the pipeline.
-  const path = pattern.value.replace(/\{key(_id|\.id)\}/g, keyId).replace(/\{[^}]+\}/g, "1");
+  const path = pattern.value
+    .replace(/\{key(_id|\.id)\}/g, keyId)
+    .replace("{vapp_id}", vapp.id)
+    .replace("{task_id}", vapp.taskId)
+    .replace(/\{[^}]+\}/g, "1");
   const res = await fetch(url + path, {
     method: pattern.case.toUpperCase(),
     headers: { "content-type": "application/json", ...auth },
@@ -96,6 +122,13 @@ describe("every call of every protocol runs through the pipeline", () => {
       body: JSON.stringify({ parentId: "coverage" }),
     });
     keyId = ((await res.json()) as { id: string }).id;
+    const made = await fetch(`${server.url}/vapp/v1/vdcs/6f1c2a4e-3b7d-4e59-9a0c-8d2f1e3b5a71/vapps:instantiate`, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...adminAuth(server.url) },
+      body: JSON.stringify({ name: "coverage", source: "c2d4f6a8-1b3e-4d5f-8a7c-9e0b2d4f6a81", networkName: "org-net-default" }),
+    });
+    const created = (await made.json()) as { id: string; tasks: { id: string }[] };
+    Object.assign(vapp, { id: created.id, taskId: created.tasks[0]!.id });
   });
   afterAll(() => server.stop());
 
@@ -103,7 +136,7 @@ describe("every call of every protocol runs through the pipeline", () => {
     const protocols = protocolsOf(method);
     for (const protocol of protocols) {
       if (protocol === "rest") await restCall(server.url, method);
-      else if (protocol === "vcd") await vcdSessionCall(server.url);
+      else if (protocol === "vcd") await vcdCall(server.url, method);
       else await rawCall(server.url, method, protocol);
     }
     const path = `/${method.parent.typeName}/${method.name}`;
@@ -131,7 +164,7 @@ describe("no call of a method that needs credentials gets past authentication wi
     const protocols = protocolsOf(method);
     for (const protocol of protocols) {
       if (protocol === "rest") await restCall(server.url, method, {});
-      else if (protocol === "vcd") await vcdSessionCall(server.url);
+      else if (protocol === "vcd") await vcdCall(server.url, method, true);
       else await rawCall(server.url, method, protocol, {});
     }
     const path = `/${method.parent.typeName}/${method.name}`;

@@ -20,8 +20,8 @@ function post(headers: Record<string, string>, method = "POST"): Promise<Respons
   return fetch(`${server.url}/api/sessions`, { method, headers });
 }
 
-const error = (status: number, minor: string, message: string): string =>
-  `<?xml version="1.0" encoding="UTF-8"?>\n<Error xmlns="http://www.vmware.com/vcloud/v1.5" majorErrorCode="${status}" minorErrorCode="${minor}" message="${message}"/>`;
+const error = (status: number, minor: string, message: string, reason?: string): string =>
+  `<?xml version="1.0" encoding="UTF-8"?>\n<Error xmlns="http://www.vmware.com/vcloud/v1.5" majorErrorCode="${status}" minorErrorCode="${minor}" message="${message}"${reason === undefined ? "" : ` vendorSpecificErrorCode="${reason}"`}/>`;
 
 describe("POST /api/sessions", () => {
   it("answers a token that authenticates every other call, and a Session document", async () => {
@@ -63,7 +63,7 @@ describe("POST /api/sessions", () => {
     for (let i = 0; i < 2; i++) {
       const res = await post(wrong);
       expect(res.status).toBe(401);
-      expect(await res.text()).toBe(error(401, "UNAUTHORIZED", "client_id or client_secret is wrong, or the service account was revoked"));
+      expect(await res.text()).toBe(error(401, "UNAUTHORIZED", "client_id or client_secret is wrong, or the service account was revoked", "UNAUTHENTICATED"));
     }
     const limited = await post(wrong);
     expect(limited.status).toBe(429);

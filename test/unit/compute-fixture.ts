@@ -11,6 +11,7 @@ import { TaskManager } from "../../src/compute/tasks/task-manager.js";
 import { TaskNotifier } from "../../src/compute/tasks/task-notifier.js";
 import { TaskWorker } from "../../src/compute/tasks/task-worker.js";
 import type { TaskWorkerSettings } from "../../src/compute/tasks/task-worker.js";
+import type { TaskRecord } from "../../src/compute/tasks/task-model.js";
 import { DomainError } from "../../src/errors/domain-error.js";
 import type { DomainErrorKind } from "../../src/errors/domain-error.js";
 import type { Clock } from "../../src/shared/clock.js";
@@ -47,7 +48,7 @@ export interface ComputeStack {
   store: SqliteComputeStore;
   ledger: SqliteNodeLedger;
   notifier: TaskNotifier;
-  worker: TaskWorker;
+  worker: TaskWorker<TaskRecord>;
   manager: NodePoolManager;
   tasks: TaskManager;
 }

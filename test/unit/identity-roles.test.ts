@@ -20,6 +20,8 @@ const reads = new Set([
   "compute.nodePools.list",
   "compute.tasks.get",
   "compute.tasks.list",
+  "compute.vappTemplates.list",
+  "compute.vapps.get",
 ]);
 const iam = ["iam.grants.create", "iam.grants.list", "iam.serviceAccounts.get"];
 
@@ -53,6 +55,9 @@ describe("roleAllows", () => {
       "compute.nodePools.update",
       "compute.tasks.get",
       "compute.tasks.list",
+      "compute.vappTemplates.list",
+      "compute.vapps.create",
+      "compute.vapps.get",
       "kms.cryptoKeyVersions.create",
       "kms.cryptoKeyVersions.destroy",
       "kms.cryptoKeyVersions.get",

@@ -1,8 +1,7 @@
 import { setMaxListeners } from "node:events";
 import type { Logger } from "pino";
 import type { Clock } from "../../shared/clock.js";
-import type { ComputeStore } from "../../storage/compute-store.js";
-import type { TaskRecord } from "./task-model.js";
+import type { QueuedTask, TaskQueue } from "../../storage/task-queue.js";
 
 export interface TaskWorkerSettings {
   // Unique per process and start, so that a restarted server never mistakes a dead worker's tasks for its own.
@@ -17,8 +16,9 @@ export interface TaskWorkerSettings {
 
 // Takes stored tasks and runs them. Claims are atomic in the store, so a task is run by one worker at a time; a
 // task whose worker died (no heartbeat within the lease) is claimed again and resumed, which is why the work it
-// does must be idempotent.
-export class TaskWorker {
+// does must be idempotent. One worker per process for every kind of task (node pool and vApp tasks, through
+// combined-queue.ts).
+export class TaskWorker<T extends QueuedTask> {
   private readonly running = new Set<Promise<void>>();
   private readonly abort = new AbortController();
   private timer: NodeJS.Timeout | null = null;
@@ -29,8 +29,8 @@ export class TaskWorker {
   private refill = false;
 
   constructor(
-    private readonly store: ComputeStore,
-    private readonly execute: (task: TaskRecord, workerId: string, signal: AbortSignal) => Promise<void>,
+    private readonly store: TaskQueue<T>,
+    private readonly execute: (task: T, workerId: string, signal: AbortSignal) => Promise<void>,
     private readonly clock: Clock,
     private readonly logger: Logger,
     private readonly settings: TaskWorkerSettings,

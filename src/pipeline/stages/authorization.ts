@@ -14,10 +14,20 @@ export interface KeyScopes {
   keyNotFound(keyId: string): Error;
 }
 
+// How the authorization stage learns the service instance (vDC) of a vApp or vApp task a request names by id, and
+// the errors a caller gets for one that does not exist.
+export interface VAppScopes {
+  // Null when no vApp (task) has the id.
+  serviceInstanceOfVApp(vappId: string): Promise<string | null>;
+  serviceInstanceOfTask(taskId: string): Promise<string | null>;
+  vappNotFound(vappId: string): Error;
+  taskNotFound(taskId: string): Error;
+}
+
 // Checks that the caller's grants allow the method's permission on the call's scope (CONTRACT section 4:
 // PERMISSION_DENIED). A caller with no grant at all on the namespace of a key it names by id is answered exactly
 // as if the key did not exist, so that key ids reveal nothing across namespaces.
-export function authorizationStage(access: AccessPolicy, keys: KeyScopes): Stage {
+export function authorizationStage(access: AccessPolicy, keys: KeyScopes, vapps: VAppScopes): Stage {
   function denied(call: Call, scope: string): never {
     const { permission, domain } = call.entry.policy;
     const where = scope === "" ? "any scope" : scope;
@@ -42,6 +52,14 @@ export function authorizationStage(access: AccessPolicy, keys: KeyScopes): Stage
     });
   }
 
+  // A vApp or task of a vDC the caller holds no grant on is answered exactly as one that does not exist, as keys are.
+  function onOwned(call: Call, serviceInstanceId: string | null, next: Next, notFound: () => Error): Outcome {
+    if (serviceInstanceId === null) throw notFound();
+    return onScope(call, { kind: "service-instance", id: serviceInstanceId }, next, () => {
+      throw notFound();
+    });
+  }
+
   return (call, next) => {
     const { scope: rule, permission } = call.entry.policy;
     if (rule === null) return next(call);
@@ -57,6 +75,13 @@ export function authorizationStage(access: AccessPolicy, keys: KeyScopes): Stage
         const namespace = keys.namespaceOfKey(id);
         if (namespace instanceof Promise) return namespace.then((found) => onKey(call, id, found, next));
         return onKey(call, id, namespace, next);
+      }
+      case "vapp":
+      case "vapp-task": {
+        if (id.length > MAX_ID_CHARS) return next(call);
+        const notFound = rule.kind === "vapp" ? () => vapps.vappNotFound(id) : () => vapps.taskNotFound(id);
+        const owner = rule.kind === "vapp" ? vapps.serviceInstanceOfVApp(id) : vapps.serviceInstanceOfTask(id);
+        return owner.then((found) => onOwned(call, found, next, notFound));
       }
       case "kms-namespace":
       case "service-instance":

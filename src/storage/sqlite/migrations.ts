@@ -164,9 +164,50 @@ const migrations: { version: number; sql: string }[] = [
     `,
   },
   {
+    // vApps made from templates through the virtualization API, and the tasks that create them. The tasks are a
+    // queue of their own, run by the same task engine as node pool tasks (workers share compute_workers).
+    version: 5,
+    sql: `
+      CREATE TABLE vapps (
+        seq INTEGER PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        name TEXT NOT NULL,
+        description TEXT NOT NULL,
+        service_instance_id TEXT NOT NULL,
+        template_id TEXT NOT NULL,
+        network_name TEXT NOT NULL,
+        deploy INTEGER NOT NULL,
+        power_on INTEGER NOT NULL,
+        status INTEGER NOT NULL,
+        deployed INTEGER NOT NULL,
+        created_by TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        modified_at INTEGER NOT NULL,
+        task_id TEXT NOT NULL,
+        UNIQUE (service_instance_id, name)
+      ) STRICT;
+      CREATE TABLE vapp_tasks (
+        seq INTEGER PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        command TEXT NOT NULL,
+        status TEXT NOT NULL,
+        vapp_id TEXT NOT NULL,
+        vapp_name TEXT NOT NULL,
+        service_instance_id TEXT NOT NULL,
+        created_by TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        ended_at INTEGER,
+        failure TEXT,
+        attempts INTEGER NOT NULL,
+        claimed_by TEXT
+      ) STRICT;
+      CREATE INDEX vapp_tasks_running ON vapp_tasks (seq) WHERE status = 'running';
+    `,
+  },
+  {
     // The audit trail a batch to a row (src/storage/audit-batch.ts): a row and two index entries per record cost
     // more than twice as much to append. Records already stored become batches of one, in their order.
-    version: 5,
+    version: 6,
     sql: `
       CREATE TABLE audit_batches (
         seq INTEGER PRIMARY KEY,

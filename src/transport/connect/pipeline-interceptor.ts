@@ -4,7 +4,7 @@ import type { Interceptor, StreamResponse, UnaryResponse } from "@connectrpc/con
 import type { Logger } from "pino";
 import { toConnectError } from "../../errors/to-connect-error.js";
 import { Call } from "../../pipeline/call.js";
-import type { AddressSource, Protocol } from "../../pipeline/call.js";
+import type { AddressSource, HeaderSource, Protocol } from "../../pipeline/call.js";
 import { CallError, callErrorOf } from "../../pipeline/call-error.js";
 import type { MethodTable } from "../../pipeline/method-table.js";
 import { grpcContentTypeRegExp, grpcWebContentTypeRegExp } from "./connect-internals.js";
@@ -47,7 +47,7 @@ export function pipelineInterceptor(table: MethodTable, logger: Logger, maxMessa
     const entry = table.of(req.method);
     const protocol = protocolOf(req.header.get("content-type"), req.contextValues.get(viaRestKey));
     const request = req.stream ? create(req.method.input) : req.message;
-    const call = new Call(entry, protocol, request, req.header, null, null, req.contextValues.get(addressKey), req.signal);
+    const call = new Call(entry, protocol, request, new ConnectHeaders(req.header, req.url), null, null, req.contextValues.get(addressKey), req.signal);
     req.contextValues.set(callKey, call);
     // A stream's messages are read (and can fail to decode) while the handler runs: those are the caller's
     // mistakes, answered as the same request would be before the pipeline.
@@ -64,6 +64,20 @@ export function pipelineInterceptor(table: MethodTable, logger: Logger, maxMessa
       throw toConnectError(asCallError(thrown, call), call.responseHeaders);
     }
   };
+}
+
+// Connect's request headers as the pipeline reads them. Connect drops HTTP/2's pseudo-headers; the authority the
+// caller sent (which handlers read to write hrefs on the caller's host) is the host of the URL Connect made from it.
+// A Fetch Headers object would throw on the name ":authority" itself.
+class ConnectHeaders implements HeaderSource {
+  constructor(
+    private readonly header: Headers,
+    private readonly url: string,
+  ) {}
+
+  get(name: string): string | null {
+    return name === ":authority" ? new URL(this.url).host : this.header.get(name);
+  }
 }
 
 async function* readRequests<T>(messages: AsyncIterable<T>, ctx: RefusalContext): AsyncIterable<T> {

@@ -1,17 +1,25 @@
 import { create } from "@bufbuild/protobuf";
+import type { Message } from "@bufbuild/protobuf";
 import type { Logger } from "pino";
 import { ServiceAuthRequestSchema } from "../../../gen/compute/auth/v2/auth_pb.js";
 import type { ServiceAuthResponse } from "../../../gen/compute/auth/v2/auth_pb.js";
 import { AuthService } from "../../../gen/compute/auth/v2/auth_pb.js";
+import { GetVAppRequestSchema, GetVAppTaskRequestSchema, VAppService } from "../../../gen/compute/vapp/v1/vapp_pb.js";
+import type { ListVAppTemplatesResponse, VApp, VAppTask } from "../../../gen/compute/vapp/v1/vapp_pb.js";
 import { Call, requestIdOf } from "../../pipeline/call.js";
-import { callErrorOf } from "../../pipeline/call-error.js";
-import { toConnectError } from "../../errors/to-connect-error.js";
-import { httpStatusOfError, retryAfterSeconds } from "../rest/status-json.js";
-import type { MethodTable } from "../../pipeline/method-table.js";
+import type { MethodEntry, MethodTable } from "../../pipeline/method-table.js";
 import { NodeHeaders } from "../header-source.js";
 import type { NodeRequest, NodeResponse } from "../node-types.js";
+import { ClientGoneError, readBody } from "../rest/body-reader.js";
+import { MEDIA, queryRecordsDocument, taskDocument, vappDocument, vappHref } from "./vcd-documents.js";
+import type { Site } from "./vcd-documents.js";
+import { errorAnswer, refusal } from "./vcd-errors.js";
+import type { Answer } from "./vcd-errors.js";
+import { INSTANTIATE_PARAMS_TYPE, decodeInstantiateParams } from "./vcd-instantiate-params.js";
+import { QueryRefusal, decodeQuery } from "./vcd-query.js";
 import { negotiateVersion } from "./vcd-versions.js";
-import { VCLOUD_NS, errorDocument, minorErrorCodeOf, xmlDocument } from "./vcd-xml.js";
+import { VCLOUD_NS, xmlDocument } from "./vcd-xml.js";
+import { XmlRefusal } from "./vcd-xml-reader.js";
 
 export interface VcdSettings {
   table: MethodTable;
@@ -19,77 +27,147 @@ export interface VcdSettings {
   logger: Logger;
 }
 
+// An InstantiateVAppTemplateParams document is a few kilobytes. Reading XML costs about 2 ms per kilobyte here
+// (fast-xml-parser's validator and parser, measured on this machine), so the bound keeps one request's parse near
+// 100 ms of the event loop; a larger body is refused unread (413).
+export const MAX_XML_BODY_BYTES = 64 * 1024;
+
 const SESSION_TYPE = "application/vnd.vmware.vcloud.session+xml";
-const ERROR_TYPE = "application/vnd.vmware.vcloud.error+xml";
+const BASIC_CHALLENGE = { "www-authenticate": 'Basic realm="cloudplane"' };
 
-interface Answer {
-  status: number;
-  headers: Record<string, string>;
-  body: string;
-}
+const VDC_ACTION = "/api/vdc/";
+const INSTANTIATE_ACTION = "/action/instantiateVAppTemplate";
+const VAPP_PREFIX = "/api/vApp/vapp-";
+const TASK_PREFIX = "/api/task/";
 
-// The adapter of the virtualization API's XML surface (`/api/...`, CONTRACT section 7): it decodes the request,
-// calls the pipeline and encodes the answer as that API's XML, like every other adapter. Today it serves
-// POST /api/sessions: Basic credentials of a service account (user `<client id>` or `<client id>@<org>`) for an
-// access token in X-VMWARE-VCLOUD-ACCESS-TOKEN, through the same ServiceAuth method as POST /public/v2/service_auth.
+// The adapter of the virtualization API's XML surface (`/api/...`, CONTRACT section 7), like the REST adapter: it
+// decodes the request into the message of a VAppService (or AuthService) method, runs that method's pipeline
+// (request id, errors, deadline, credentials, authentication, audit, authorization, handler), and encodes the
+// answer, or the error, as that API's XML. Nothing here checks access or values: the stages and the domain do.
 export function createVcdHandler(settings: VcdSettings): (req: NodeRequest, res: NodeResponse) => Promise<void> {
-  const serviceAuth = settings.table.of(AuthService.method.serviceAuth);
+  const { table } = settings;
+  const serviceAuth = table.of(AuthService.method.serviceAuth);
+  const listTemplates = table.of(VAppService.method.listVAppTemplates);
+  const instantiate = table.of(VAppService.method.instantiateVAppTemplate);
+  const getVApp = table.of(VAppService.method.getVApp);
+  const getTask = table.of(VAppService.method.getVAppTask);
 
-  function failure(version: string | null, httpStatus: number, message: string, extra: Record<string, string> = {}): Answer {
-    const type = version === null ? "application/xml" : `${ERROR_TYPE};version=${version}`;
-    return { status: httpStatus, headers: { "content-type": type, ...extra }, body: errorDocument(httpStatus, minorErrorCodeOf(httpStatus), message) };
+  // Runs the method's pipeline; a refusal becomes the Error document with the status the REST surface would give.
+  // The headers the stages added go on the answer either way.
+  async function run<T>(entry: MethodEntry, request: Message, req: NodeRequest, version: string, requestId: string): Promise<{ ok: T; headers: Record<string, string> } | { failed: Answer }> {
+    const call = new Call(entry, "vcd", request, new NodeHeaders(req.headers), requestId, null, req.socket);
+    const stageHeaders = (): Record<string, string> => Object.fromEntries(call.responseHeaders ?? []);
+    try {
+      const response = (await entry.invoke!(call)) as T;
+      return { ok: response, headers: stageHeaders() };
+    } catch (thrown) {
+      const answer = errorAnswer(version, thrown, entry.policy.domain, requestId, settings.logger);
+      Object.assign(answer.headers, stageHeaders());
+      return { failed: answer };
+    }
+  }
+
+  function ok(status: number, type: string, version: string, body: string, extra: Record<string, string> = {}): Answer {
+    return { status, headers: { "content-type": `${type};version=${version}`, ...extra }, body };
   }
 
   async function createSession(req: NodeRequest, version: string, requestId: string): Promise<Answer> {
     const basic = basicCredentials(req.headers.authorization);
     if (basic === null) {
-      return failure(version, 401, "POST /api/sessions needs Authorization: Basic base64(<client id>[@<org>]:<client secret>)", {
-        "www-authenticate": 'Basic realm="cloudplane"',
-      });
+      return refusal(version, 401, "POST /api/sessions needs Authorization: Basic base64(<client id>[@<org>]:<client secret>)", null, BASIC_CHALLENGE);
     }
     const request = create(ServiceAuthRequestSchema, { clientId: basic.user, clientSecret: basic.password });
-    const call = new Call(serviceAuth, "vcd", request, new NodeHeaders(req.headers), requestId, null, req.socket);
-    let response: ServiceAuthResponse;
-    try {
-      response = (await serviceAuth.invoke!(call)) as ServiceAuthResponse;
-    } catch (thrown) {
-      // The HTTP status and Retry-After the REST surface gives the same error.
-      const error = toConnectError(callErrorOf(thrown, serviceAuth.policy.domain, requestId), null);
-      const status = httpStatusOfError(error);
-      const extra: Record<string, string> = status === 401 ? { "www-authenticate": 'Basic realm="cloudplane"' } : {};
-      const retryAfter = retryAfterSeconds(error);
-      if (retryAfter !== undefined) extra["retry-after"] = String(retryAfter);
-      return failure(version, status, error.rawMessage, extra);
+    const result = await run<ServiceAuthResponse>(serviceAuth, request, req, version, requestId);
+    if ("failed" in result) {
+      if (result.failed.status === 401) Object.assign(result.failed.headers, BASIC_CHALLENGE);
+      return result.failed;
     }
-    const site = req.headers.host ?? "localhost";
-    return {
-      status: 200,
-      headers: {
-        "content-type": `${SESSION_TYPE};version=${version}`,
-        "x-vmware-vcloud-access-token": response.token?.accessToken ?? "",
-        "x-vmware-vcloud-token-type": "Bearer",
-      },
-      body: xmlDocument("Session", {
-        "@_xmlns": VCLOUD_NS,
-        "@_user": basic.user,
-        "@_org": basic.org,
-        "@_href": `https://${site}/api/session`,
-        "@_type": SESSION_TYPE,
-      }),
+    return ok(200, SESSION_TYPE, version, xmlDocument("Session", {
+      "@_xmlns": VCLOUD_NS,
+      "@_user": basic.user,
+      "@_org": basic.org,
+      "@_href": `${siteOf(req).base}/api/session`,
+      "@_type": SESSION_TYPE,
+    }), {
+      ...result.headers,
+      "x-vmware-vcloud-access-token": result.ok.token?.accessToken ?? "",
+      "x-vmware-vcloud-token-type": "Bearer",
+    });
+  }
+
+  async function query(req: NodeRequest, search: string, version: string, requestId: string): Promise<Answer> {
+    const params = new URLSearchParams(search);
+    let request;
+    try {
+      request = decodeQuery(params);
+    } catch (err) {
+      if (err instanceof QueryRefusal) return refusal(version, 400, err.message, "QUERY_INVALID");
+      throw err;
+    }
+    const result = await run<ListVAppTemplatesResponse>(listTemplates, request, req, version, requestId);
+    if ("failed" in result) return result.failed;
+    const site = siteOf(req);
+    const pageHref = (page: number): string => {
+      const next = new URLSearchParams(params);
+      next.set("page", String(page));
+      next.set("pageSize", String(result.ok.pageSize));
+      return `${site.base}/api/query?${next.toString()}`;
     };
+    const body = queryRecordsDocument(site, { response: result.ok, href: `${site.base}${req.url ?? ""}`, pageHref });
+    return ok(200, MEDIA.records, version, body, result.headers);
+  }
+
+  async function instantiateTemplate(req: NodeRequest, vdcId: string, version: string, requestId: string): Promise<Answer> {
+    const type = (req.headers["content-type"] ?? "").split(";", 1)[0]!.trim().toLowerCase();
+    if (type !== INSTANTIATE_PARAMS_TYPE.toLowerCase()) {
+      return refusal(version, 415, `send the body as Content-Type: ${INSTANTIATE_PARAMS_TYPE}${type === "" ? "" : `, not ${type.slice(0, 100)}`}`, "UNSUPPORTED_CONTENT_TYPE");
+    }
+    let request;
+    try {
+      const body = Buffer.from(await readBody(req, MAX_XML_BODY_BYTES, instantiate.policy.domain)).toString("utf8");
+      request = decodeInstantiateParams(body, vdcId);
+    } catch (err) {
+      if (err instanceof XmlRefusal) return refusal(version, 400, err.message, "XML_INVALID");
+      if (err instanceof ClientGoneError) throw err;
+      return errorAnswer(version, err, instantiate.policy.domain, requestId, settings.logger);
+    }
+    const result = await run<VApp>(instantiate, request, req, version, requestId);
+    if ("failed" in result) return result.failed;
+    const site = siteOf(req);
+    return ok(201, MEDIA.vapp, version, vappDocument(site, result.ok), { ...result.headers, location: vappHref(site, result.ok.id) });
+  }
+
+  async function readVApp(req: NodeRequest, vappId: string, version: string, requestId: string): Promise<Answer> {
+    const result = await run<VApp>(getVApp, create(GetVAppRequestSchema, { vappId }), req, version, requestId);
+    return "failed" in result ? result.failed : ok(200, MEDIA.vapp, version, vappDocument(siteOf(req), result.ok), result.headers);
+  }
+
+  async function readTask(req: NodeRequest, taskId: string, version: string, requestId: string): Promise<Answer> {
+    const result = await run<VAppTask>(getTask, create(GetVAppTaskRequestSchema, { taskId }), req, version, requestId);
+    return "failed" in result ? result.failed : ok(200, MEDIA.task, version, taskDocument(siteOf(req), result.ok), result.headers);
   }
 
   async function answer(req: NodeRequest, requestId: string): Promise<Answer> {
-    const path = (req.url ?? "/").split("?", 1)[0];
+    const url = req.url ?? "/";
+    const q = url.indexOf("?");
+    const path = q < 0 ? url : url.slice(0, q);
+    const search = q < 0 ? "" : url.slice(q + 1);
+    const method = req.method ?? "GET";
     const version = negotiateVersion(req.headers.accept, settings.supportedVersions);
     if (version === null) {
-      return failure(null, 406, `send Accept: application/*;version=<v> with a supported version: ${settings.supportedVersions.join(", ")}`);
+      return refusal(null, 406, `send Accept: application/*;version=<v> with a supported version: ${settings.supportedVersions.join(", ")}`, null);
     }
-    if (path === "/api/sessions") {
-      if (req.method !== "POST") return failure(version, 405, "/api/sessions takes POST", { allow: "POST" });
-      return createSession(req, version, requestId);
-    }
-    return failure(version, 404, `no resource at ${path}`);
+    const only = (allowed: string, then: () => Promise<Answer>): Promise<Answer> =>
+      method === allowed ? then() : Promise.resolve(refusal(version, 405, `${path} takes ${allowed}`, null, { allow: allowed }));
+    if (path === "/api/sessions") return only("POST", () => createSession(req, version, requestId));
+    if (path === "/api/query") return only("GET", () => query(req, search, version, requestId));
+    const vdcId = idBetween(path, VDC_ACTION, INSTANTIATE_ACTION);
+    if (vdcId !== null) return only("POST", () => instantiateTemplate(req, vdcId, version, requestId));
+    const vappId = idBetween(path, VAPP_PREFIX, "");
+    if (vappId !== null) return only("GET", () => readVApp(req, vappId, version, requestId));
+    const taskId = idBetween(path, TASK_PREFIX, "");
+    if (taskId !== null) return only("GET", () => readTask(req, taskId, version, requestId));
+    return refusal(version, 404, `no resource at ${path.slice(0, 200)}`, null);
   }
 
   return async (req, res) => {
@@ -98,13 +176,31 @@ export function createVcdHandler(settings: VcdSettings): (req: NodeRequest, res:
     try {
       result = await answer(req, requestId);
     } catch (err) {
-      settings.logger.error({ err, requestId }, "a virtualization API call failed");
-      result = failure(null, 500, `internal error; quote request id ${requestId} when reporting it`);
+      if (err instanceof ClientGoneError || res.destroyed) return;
+      result = errorAnswer(null, err, "compute", requestId, settings.logger);
     }
     if (res.headersSent || res.destroyed) return;
     res.writeHead(result.status, { ...result.headers, "x-request-id": requestId });
     res.end(result.body);
   };
+}
+
+// The one path segment between a prefix and a suffix (/api/vdc/<id>/action/...), decoded; null when the path is
+// not of that form.
+function idBetween(path: string, prefix: string, suffix: string): string | null {
+  if (!path.startsWith(prefix) || !path.endsWith(suffix)) return null;
+  const raw = path.slice(prefix.length, path.length - suffix.length);
+  if (raw === "" || raw.includes("/")) return null;
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return null;
+  }
+}
+
+// Hrefs are made with the host the request was sent to (CONTRACT section 7).
+function siteOf(req: NodeRequest): Site {
+  return { base: `https://${req.headers.host ?? req.headers[":authority"] ?? "localhost"}` };
 }
 
 interface BasicCredentials {

@@ -4,7 +4,9 @@ import { XMLBuilder } from "fast-xml-parser";
 // string concatenation): attribute values are escaped by the library.
 export const VCLOUD_NS = "http://www.vmware.com/vcloud/v1.5";
 
-const builder = new XMLBuilder({ ignoreAttributes: false, attributeNamePrefix: "@_", suppressEmptyNode: true, format: false });
+// suppressBooleanAttributes off: the library would write an attribute whose value is "true" as a bare name, which is
+// not XML.
+const builder = new XMLBuilder({ ignoreAttributes: false, attributeNamePrefix: "@_", suppressEmptyNode: true, suppressBooleanAttributes: false, format: false });
 
 const declaration = '<?xml version="1.0" encoding="UTF-8"?>\n';
 
@@ -14,13 +16,15 @@ export function xmlDocument(root: string, element: XmlElement): string {
   return declaration + (builder.build({ [root]: element }) as string);
 }
 
-// The Error document every failure of the virtualization API answers with.
-export function errorDocument(httpStatus: number, minorErrorCode: string, message: string): string {
+// The Error document every failure of the virtualization API answers with; the stable ErrorInfo.reason, when there
+// is one, as vendorSpecificErrorCode.
+export function errorDocument(httpStatus: number, minorErrorCode: string, message: string, reason: string | null = null): string {
   return xmlDocument("Error", {
     "@_xmlns": VCLOUD_NS,
     "@_majorErrorCode": String(httpStatus),
     "@_minorErrorCode": minorErrorCode,
     "@_message": message,
+    ...(reason === null ? {} : { "@_vendorSpecificErrorCode": reason }),
   });
 }
 

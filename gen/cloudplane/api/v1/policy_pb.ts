@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file cloudplane/api/v1/policy.proto.
  */
 export const file_cloudplane_api_v1_policy: GenFile = /*@__PURE__*/
-  fileDesc("Ch5jbG91ZHBsYW5lL2FwaS92MS9wb2xpY3kucHJvdG8SEWNsb3VkcGxhbmUuYXBpLnYxIosBCgxNZXRob2RQb2xpY3kSEgoKcGVybWlzc2lvbhgBIAEoCRIUCgxsb25nX3J1bm5pbmcYAiABKAgSJwoFc2NvcGUYAyABKAsyGC5jbG91ZHBsYW5lLmFwaS52MS5TY29wZRIOCgZwdWJsaWMYBCABKAgSGAoQcmVxdWlyZXNfYXBpX2tleRgFIAEoCCKmAQoFU2NvcGUSKwoEa2luZBgBIAEoDjIdLmNsb3VkcGxhbmUuYXBpLnYxLlNjb3BlLktpbmQSDQoFZmllbGQYAiABKAkiYQoES2luZBIUChBLSU5EX1VOU1BFQ0lGSUVEEAASEQoNS01TX05BTUVTUEFDRRABEgsKB0tNU19LRVkQAhIUChBTRVJWSUNFX0lOU1RBTkNFEAMSDQoJV09SS1NQQUNFEAQiJQoNU2VydmljZVBvbGljeRIUCgxlcnJvcl9kb21haW4YASABKAk6ZgoNbWV0aG9kX3BvbGljeRIeLmdvb2dsZS5wcm90b2J1Zi5NZXRob2RPcHRpb25zGLiOAyABKAsyHy5jbG91ZHBsYW5lLmFwaS52MS5NZXRob2RQb2xpY3lSDG1ldGhvZFBvbGljeTpqCg5zZXJ2aWNlX3BvbGljeRIfLmdvb2dsZS5wcm90b2J1Zi5TZXJ2aWNlT3B0aW9ucxi4jgMgASgLMiAuY2xvdWRwbGFuZS5hcGkudjEuU2VydmljZVBvbGljeVINc2VydmljZVBvbGljeTo8CgltYXhfaXRlbXMSHS5nb29nbGUucHJvdG9idWYuRmllbGRPcHRpb25zGLiOAyABKA1SCG1heEl0ZW1zYgZwcm90bzM", [file_google_protobuf_descriptor]);
+  fileDesc("Ch5jbG91ZHBsYW5lL2FwaS92MS9wb2xpY3kucHJvdG8SEWNsb3VkcGxhbmUuYXBpLnYxIosBCgxNZXRob2RQb2xpY3kSEgoKcGVybWlzc2lvbhgBIAEoCRIUCgxsb25nX3J1bm5pbmcYAiABKAgSJwoFc2NvcGUYAyABKAsyGC5jbG91ZHBsYW5lLmFwaS52MS5TY29wZRIOCgZwdWJsaWMYBCABKAgSGAoQcmVxdWlyZXNfYXBpX2tleRgFIAEoCCK/AQoFU2NvcGUSKwoEa2luZBgBIAEoDjIdLmNsb3VkcGxhbmUuYXBpLnYxLlNjb3BlLktpbmQSDQoFZmllbGQYAiABKAkiegoES2luZBIUChBLSU5EX1VOU1BFQ0lGSUVEEAASEQoNS01TX05BTUVTUEFDRRABEgsKB0tNU19LRVkQAhIUChBTRVJWSUNFX0lOU1RBTkNFEAMSDQoJV09SS1NQQUNFEAQSCAoEVkFQUBAFEg0KCVZBUFBfVEFTSxAGIiUKDVNlcnZpY2VQb2xpY3kSFAoMZXJyb3JfZG9tYWluGAEgASgJOmYKDW1ldGhvZF9wb2xpY3kSHi5nb29nbGUucHJvdG9idWYuTWV0aG9kT3B0aW9ucxi4jgMgASgLMh8uY2xvdWRwbGFuZS5hcGkudjEuTWV0aG9kUG9saWN5UgxtZXRob2RQb2xpY3k6agoOc2VydmljZV9wb2xpY3kSHy5nb29nbGUucHJvdG9idWYuU2VydmljZU9wdGlvbnMYuI4DIAEoCzIgLmNsb3VkcGxhbmUuYXBpLnYxLlNlcnZpY2VQb2xpY3lSDXNlcnZpY2VQb2xpY3k6PAoJbWF4X2l0ZW1zEh0uZ29vZ2xlLnByb3RvYnVmLkZpZWxkT3B0aW9ucxi4jgMgASgNUghtYXhJdGVtc2IGcHJvdG8z", [file_google_protobuf_descriptor]);
 
 /**
  * How the call pipeline treats one RPC. Every method of a service the server
@@ -141,6 +141,22 @@ export enum Scope_Kind {
    * @generated from enum value: WORKSPACE = 4;
    */
   WORKSPACE = 4,
+
+  /**
+   * The service instance (vDC) of the vApp a request field names by id. A
+   * vApp of a vDC the caller cannot read is answered as if it did not exist.
+   *
+   * @generated from enum value: VAPP = 5;
+   */
+  VAPP = 5,
+
+  /**
+   * The service instance (vDC) of the vApp task a request field names by
+   * id, hidden the same way.
+   *
+   * @generated from enum value: VAPP_TASK = 6;
+   */
+  VAPP_TASK = 6,
 }
 
 /**

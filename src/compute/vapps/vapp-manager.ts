@@ -1,0 +1,182 @@
+import { randomUUID } from "node:crypto";
+import type { FieldViolation } from "../../errors/domain-error.js";
+import type { Clock } from "../../shared/clock.js";
+import type { VAppStore } from "../../storage/vapp-store.js";
+import type { Catalog } from "../catalog/catalog.js";
+import { findServiceInstance } from "../catalog/catalog.js";
+import { Violations } from "../violations.js";
+import { queryTemplates } from "./template-query.js";
+import type { TemplatePage, TemplateQuery } from "./template-query.js";
+import { serviceInstanceNotFound } from "../compute-errors.js";
+import { eulaNotAccepted, invalidReferences, vappNotFound, vappTaskNotFound } from "./vapp-errors.js";
+import { VAPP_STATUS } from "./vapp-model.js";
+import type { VAppRecord, VAppTaskRecord } from "./vapp-model.js";
+import type { TemplateRecord } from "./vapp-templates.js";
+
+export const MAX_VAPP_NAME_CHARS = 128;
+export const MAX_DESCRIPTION_CHARS = 1024;
+const TEMPLATE_PATH = "/api/vAppTemplate/vappTemplate-";
+
+export interface InstantiateInput {
+  serviceInstanceId: string;
+  name: string;
+  description: string;
+  // The template's href or id.
+  source: string;
+  // The host the request was sent to: a template href must be one of this site.
+  site: string;
+  networkName: string;
+  deploy: boolean;
+  powerOn: boolean;
+  allEulasAccepted: boolean;
+  createdBy: string;
+}
+
+export interface VAppWithTask {
+  vapp: VAppRecord;
+  task: VAppTaskRecord;
+}
+
+// The vApp domain: templates from the catalog, and vApps made from them. Every rule of instantiation is checked
+// here, then the vApp and its task are stored in one write; the task worker builds the vApp afterwards.
+export class VAppManager {
+  private readonly byId: Map<string, TemplateRecord>;
+
+  constructor(
+    private readonly store: VAppStore,
+    private readonly catalog: Catalog,
+    private readonly templates: readonly TemplateRecord[],
+    private readonly clock: Clock,
+    // Tells the worker that a task is waiting.
+    private readonly onTaskCreated: () => void,
+  ) {
+    this.byId = new Map(templates.map((t) => [t.id, t]));
+  }
+
+  // The templates of one vDC, or of every vDC when serviceInstanceId is empty (the catalogs are published to the
+  // whole platform).
+  listTemplates(serviceInstanceId: string, query: TemplateQuery): TemplatePage {
+    if (serviceInstanceId === "") return queryTemplates(this.templates, query);
+    if (findServiceInstance(this.catalog, serviceInstanceId) === undefined) throw serviceInstanceNotFound(serviceInstanceId);
+    return queryTemplates(this.templates.filter((t) => t.serviceInstanceId === serviceInstanceId), query);
+  }
+
+  async instantiate(input: InstantiateInput): Promise<VAppWithTask> {
+    const v = new Violations();
+    v.requiredId("serviceInstanceId", input.serviceInstanceId);
+    checkName(v, input.name);
+    if (input.description.length > MAX_DESCRIPTION_CHARS) v.add("description", `must be at most ${MAX_DESCRIPTION_CHARS} characters, got ${input.description.length}`);
+    if (input.source === "") v.add("source", "is required: the href of a vApp template (Source href)");
+    if (input.networkName === "") v.add("networkName", "is required: the name of an org network of the vDC (NetworkConfig networkName)");
+    v.throwIfAny();
+
+    const instance = findServiceInstance(this.catalog, input.serviceInstanceId);
+    if (instance === undefined) throw serviceInstanceNotFound(input.serviceInstanceId);
+    const bad: FieldViolation[] = [];
+    const template = this.templateOf(input.source, input.site, bad);
+    if (!instance.orgNetworks.some((n) => n.name === input.networkName)) {
+      const names = instance.orgNetworks.map((n) => n.name).join(", ");
+      bad.push({ field: "networkName", description: `vDC ${instance.id} has no org network named ${JSON.stringify(input.networkName)}; its networks: ${names === "" ? "none" : names}` });
+    }
+    if (bad.length > 0 || template === null) throw invalidReferences(bad);
+    if (template.needsEula && !input.allEulasAccepted) throw eulaNotAccepted(template.id);
+
+    const now = this.clock.now();
+    const vappId = randomUUID();
+    const taskId = randomUUID();
+    const vapp: VAppRecord = {
+      id: vappId,
+      name: input.name,
+      description: input.description,
+      serviceInstanceId: instance.id,
+      templateId: template.id,
+      networkName: input.networkName,
+      deploy: input.deploy || input.powerOn,
+      powerOn: input.powerOn,
+      status: VAPP_STATUS.UNRESOLVED,
+      deployed: false,
+      createdBy: input.createdBy,
+      createdAt: now,
+      modifiedAt: now,
+      taskId,
+    };
+    const task: VAppTaskRecord = {
+      id: taskId,
+      command: "InstantiateVAppTemplate",
+      // Running from the start, as the virtualization API reports a creation it has accepted; a worker takes it
+      // at once (the store's claim takes unclaimed running tasks).
+      status: "running",
+      vappId,
+      vappName: input.name,
+      serviceInstanceId: instance.id,
+      createdBy: input.createdBy,
+      createdAt: now,
+      endedAt: null,
+      failure: null,
+      attempts: 0,
+    };
+    await this.store.createVApp(vapp, task);
+    this.onTaskCreated();
+    return { vapp, task };
+  }
+
+  // The template an href of this site or a bare id names; null with a violation added when there is none.
+  private templateOf(source: string, site: string, bad: FieldViolation[]): TemplateRecord | null {
+    let id = source;
+    if (source.includes("/")) {
+      const url = URL.canParse(source) ? new URL(source) : null;
+      if (url === null || url.protocol !== "https:" || url.host.toLowerCase() !== site.toLowerCase() || !url.pathname.startsWith(TEMPLATE_PATH) || url.search !== "") {
+        bad.push({ field: "source", description: `${JSON.stringify(source)} is not a vApp template href of this site: https://${site}${TEMPLATE_PATH}<id>` });
+        return null;
+      }
+      id = url.pathname.slice(TEMPLATE_PATH.length);
+    }
+    const template = this.byId.get(id);
+    if (template === undefined) {
+      bad.push({ field: "source", description: `no vApp template has the id ${JSON.stringify(id)}` });
+      return null;
+    }
+    if (!template.isEnabled) {
+      bad.push({ field: "source", description: `vApp template ${id} is disabled and cannot be instantiated` });
+      return null;
+    }
+    return template;
+  }
+
+  async get(vappId: string): Promise<VAppWithTask> {
+    const v = new Violations();
+    v.requiredId("vappId", vappId);
+    v.throwIfAny();
+    const vapp = await this.store.getVApp(vappId);
+    if (vapp === null) throw vappNotFound(vappId);
+    const task = await this.store.getVAppTask(vapp.taskId);
+    if (task === null) throw new Error(`task ${vapp.taskId} of vApp ${vapp.id} is missing`);
+    return { vapp, task };
+  }
+
+  async getTask(taskId: string): Promise<VAppTaskRecord> {
+    const v = new Violations();
+    v.requiredId("taskId", taskId);
+    v.throwIfAny();
+    const task = await this.store.getVAppTask(taskId);
+    if (task === null) throw vappTaskNotFound(taskId);
+    return task;
+  }
+
+  // For the access check: the vDC of a vApp or task named by id, null when none has it.
+  async serviceInstanceOfVApp(vappId: string): Promise<string | null> {
+    return (await this.store.getVApp(vappId))?.serviceInstanceId ?? null;
+  }
+
+  async serviceInstanceOfTask(taskId: string): Promise<string | null> {
+    return (await this.store.getVAppTask(taskId))?.serviceInstanceId ?? null;
+  }
+}
+
+// 1 to 128 characters, none of them a control character.
+function checkName(v: Violations, name: string): void {
+  if (name === "") v.add("name", "is required: the name of the new vApp");
+  else if (name.length > MAX_VAPP_NAME_CHARS) v.add("name", `must be at most ${MAX_VAPP_NAME_CHARS} characters, got ${name.length}`);
+  else if ([...name].some((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f)) v.add("name", "must not hold control characters");
+  else if (name.trim() !== name) v.add("name", "must not begin or end with white space");
+}

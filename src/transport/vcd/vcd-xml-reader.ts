@@ -1,0 +1,106 @@
+import { XMLParser, XMLValidator } from "fast-xml-parser";
+
+// Request documents of the virtualization API, read with fast-xml-parser into elements with resolved namespaces.
+// No DTD is ever read: the library would read a DOCTYPE's entity declarations, so a body that holds the markup of
+// one (`<!DOCTYPE`, `<!ENTITY`) is refused before parsing, and only XML's five predefined entities and character
+// references (and HTML's named entities) are expanded. No request of this API needs a DTD.
+
+export interface XmlElement {
+  // Namespace URI; "" for none.
+  ns: string;
+  name: string;
+  attributes: Map<string, string>;
+  children: XmlElement[];
+  // The element's text, trimmed.
+  text: string;
+}
+
+export class XmlRefusal extends Error {
+  override readonly name = "XmlRefusal";
+}
+
+const parser = new XMLParser({
+  ignoreAttributes: false,
+  attributeNamePrefix: "",
+  preserveOrder: true,
+  parseTagValue: false,
+  parseAttributeValue: false,
+  trimValues: true,
+  processEntities: true,
+  // Needed for character references (&#65;); the library ties them to this option, which also reads HTML's named
+  // entities (&nbsp;), never a declared one.
+  htmlEntities: true,
+  ignoreDeclaration: true,
+  ignorePiTags: true,
+});
+
+type Node = Record<string, unknown> & { ":@"?: Record<string, string> };
+
+// The request documents of this API are a few levels deep; a deeper one is refused rather than walked.
+export const MAX_XML_DEPTH = 32;
+
+export function readXml(body: string): XmlElement {
+  if (body.includes("<!DOCTYPE") || body.includes("<!ENTITY")) {
+    throw new XmlRefusal("the body declares a DOCTYPE or entities, which this API does not accept");
+  }
+  if (body.trim() === "") throw new XmlRefusal("the body is empty; send the request's XML document");
+  const valid = XMLValidator.validate(body);
+  if (valid !== true) throw new XmlRefusal(`the body is not well-formed XML: ${valid.err.msg} (line ${valid.err.line})`);
+  let nodes: Node[];
+  try {
+    nodes = parser.parse(body) as Node[];
+  } catch (err) {
+    // The library's own limits (nesting, entity expansion) and whatever its validator let through.
+    throw new XmlRefusal(`the body could not be read as XML: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  const roots = nodes.filter((n) => elementName(n) !== null);
+  if (roots.length !== 1) throw new XmlRefusal("the body must hold exactly one root element");
+  return toElement(roots[0]!, new Map([["xml", "http://www.w3.org/XML/1998/namespace"]]), 1);
+}
+
+function elementName(node: Node): string | null {
+  for (const key of Object.keys(node)) if (key !== ":@" && key !== "#text") return key;
+  return null;
+}
+
+function toElement(node: Node, scope: Map<string, string>, depth: number): XmlElement {
+  const qname = elementName(node)!;
+  if (depth > MAX_XML_DEPTH) throw new XmlRefusal(`the body nests elements more than ${MAX_XML_DEPTH} deep`);
+  const attrs = node[":@"] ?? {};
+  let inner = scope;
+  const attributes = new Map<string, string>();
+  for (const [key, value] of Object.entries(attrs)) {
+    if (key === "xmlns" || key.startsWith("xmlns:")) {
+      if (inner === scope) inner = new Map(scope);
+      inner.set(key === "xmlns" ? "" : key.slice(6), value);
+    } else {
+      attributes.set(key, value);
+    }
+  }
+  const colon = qname.indexOf(":");
+  const prefix = colon < 0 ? "" : qname.slice(0, colon);
+  const ns = inner.get(prefix);
+  if (ns === undefined && prefix !== "") throw new XmlRefusal(`the element ${qname} uses the undeclared namespace prefix ${prefix}`);
+  const children: XmlElement[] = [];
+  let text = "";
+  for (const child of node[qname] as Node[]) {
+    if (elementName(child) !== null) children.push(toElement(child, inner, depth + 1));
+    else if (typeof child["#text"] === "string") text += child["#text"];
+  }
+  return { ns: ns ?? "", name: colon < 0 ? qname : qname.slice(colon + 1), attributes, children, text: text.trim() };
+}
+
+// xs:boolean.
+export function xmlBoolean(value: string | undefined, what: string): boolean {
+  switch (value?.trim()) {
+    case undefined:
+    case "false":
+    case "0":
+      return false;
+    case "true":
+    case "1":
+      return true;
+    default:
+      throw new XmlRefusal(`${what} must be true or false, got ${JSON.stringify(value)}`);
+  }
+}
