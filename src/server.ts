@@ -116,6 +116,7 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
   const served = servedServices({
     auth: createAuthService(authenticator),
     kms: createKmsService(manager, crypto, clock, { minRotationMs: config.minRotationMs }),
+    configs: compute.configService,
     nodePools: compute.nodePoolService,
     tasks: compute.taskService,
   });

@@ -6,12 +6,14 @@ import type Database from "better-sqlite3";
 import type { Logger } from "pino";
 import { file_compute_cluster_v1_node_pool } from "../../gen/compute/cluster/v1/node_pool_pb.js";
 import type { NodePoolService } from "../../gen/compute/cluster/v1/node_pool_pb.js";
+import type { ConfigService } from "../../gen/compute/configs/v2/configs_pb.js";
 import type { TaskService } from "../../gen/compute/cluster/v1/task_pb.js";
 import { file_google_rpc_error_details } from "../../gen/google/rpc/error_details_pb.js";
 import type { Clock } from "../shared/clock.js";
 import { SqliteComputeStore } from "../storage/sqlite/sqlite-compute-store.js";
 import { SqliteNodeLedger } from "../storage/sqlite/sqlite-node-ledger.js";
 import type { Catalog } from "./catalog/catalog.js";
+import { createConfigService } from "./configs/config-service.js";
 import { NodePoolManager } from "./node-pools/node-pool-manager.js";
 import { createNodePoolService } from "./node-pools/node-pool-service.js";
 import { NodePoolTaskRunner } from "./node-pools/node-pool-task-runner.js";
@@ -38,6 +40,7 @@ export interface ComputeModuleDeps {
 }
 
 export interface ComputeModule {
+  configService: ServiceHandlers<typeof ConfigService>;
   nodePoolService: ServiceHandlers<typeof NodePoolService>;
   taskService: ServiceHandlers<typeof TaskService>;
   // Starts the worker, which first resumes the tasks left unfinished by an earlier run.
@@ -70,6 +73,7 @@ export function createComputeModule(deps: ComputeModuleDeps): ComputeModule {
   );
   const manager = new NodePoolManager(store, deps.catalog, deps.clock, () => worker.kick());
   return {
+    configService: createConfigService(deps.catalog),
     nodePoolService: createNodePoolService(manager),
     taskService: createTaskService(new TaskManager(store, deps.catalog, notifier)),
     start: () => worker.start(),
