@@ -18,6 +18,9 @@ import { Sweeper } from "./kms/sweeper.js";
 import { MethodTable } from "./pipeline/method-table.js";
 import type { Stage } from "./pipeline/stage.js";
 import { pipelineStages } from "./pipeline/stages.js";
+import { MemoryRateLimiter } from "./ratelimit/memory-rate-limiter.js";
+import type { RateLimiter } from "./ratelimit/rate-limits.js";
+import { RedisRateLimiter } from "./ratelimit/redis-rate-limiter.js";
 import { infrastructureServices, longLivedPaths, registerRoutes, servedServices } from "./routes.js";
 import type { Clock } from "./shared/clock.js";
 import { systemClock } from "./shared/clock.js";
@@ -123,6 +126,11 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
   if (config.pipelineStages !== "all") {
     logger.warn(`PIPELINE_STAGES=${config.pipelineStages}: calls run without ${config.pipelineStages === "none" ? "request ids, deadlines, credentials or audit" : "authentication or authorization: every caller may do everything"}; for benchmarks only`);
   }
+  // Rate limits: counted in this process's memory, or in Redis when REDIS_URL is set so that every server shares them.
+  const limiter: RateLimiter =
+    config.redisUrl === ""
+      ? new MemoryRateLimiter(config.rateLimits, clock)
+      : new RedisRateLimiter(config.redisUrl, config.rateLimits, config.rateLimitKeyPrefix, logger);
   const stages = pipelineStages({
     logger,
     clock,
@@ -130,6 +138,7 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
     mode: config.pipelineStages,
     access: { authenticator, policy: access, keyScopes: { namespaceOfKey: (keyId) => manager.namespaceOf(keyId), keyNotFound } },
     audit,
+    rateLimits: { limiter, limits: config.rateLimits, services: config.rateLimitServices, onStoreFailure: config.rateLimitStoreFailure },
     extra: options.extraStages ?? [],
   });
   const table = new MethodTable(served, infrastructureServices, stages);
@@ -288,7 +297,9 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
     sweeper,
     health,
     identity,
-    listen() {
+    async listen() {
+      // The first calls are counted in Redis, not refused or let through because it was not connected yet.
+      await limiter.ready();
       return new Promise((resolve, reject) => {
         server.once("error", reject);
         server.listen(config.port, config.host, () => {
@@ -328,6 +339,7 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
       auditDb.close();
       await sweeper.stop();
       await computeStopped;
+      await limiter.close();
       await store.close();
     },
   };

@@ -11,6 +11,8 @@ import type { KeyScopes } from "./stages/authorization.js";
 import { credentialsStage } from "./stages/credentials.js";
 import { deadlineStage } from "./stages/deadline.js";
 import { errorsAndLogStage } from "./stages/errors-and-log.js";
+import { rateLimitStage } from "./stages/rate-limit.js";
+import type { RateLimitSettings } from "./stages/rate-limit.js";
 import { requestIdStage } from "./stages/request-id.js";
 
 // all: every stage. none: no stage at all; no-access: every stage but authentication and authorization (every
@@ -27,6 +29,7 @@ export interface StageSettings {
   // What authentication and authorization read; null only in mode no-access or none.
   access: { authenticator: Authenticator; policy: AccessPolicy; keyScopes: KeyScopes } | null;
   audit: AuditTrail;
+  rateLimits: RateLimitSettings;
   // Tests only: stages run last, just before the handler (a probe that records every call).
   extra: readonly Stage[];
 }
@@ -44,6 +47,8 @@ export function pipelineStages(settings: StageSettings): Stage[] {
     deadlineStage(settings.maxCallMs),
     credentialsStage,
     ...(access !== null ? [authenticationStage(access.authenticator)] : []),
+    // After authentication, which established whose budget the call draws from.
+    rateLimitStage(settings.rateLimits),
     // Outside the access check, so that refusals by it are recorded with the principal who was refused.
     auditStage(settings.audit, settings.clock),
     ...(access !== null ? [authorizationStage(access.policy, access.keyScopes)] : []),

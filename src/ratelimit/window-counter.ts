@@ -1,0 +1,47 @@
+// A fixed window per key, opened by the key's first call and lasting `windowMs`, as rate-limiter-flexible's
+// stores count (so that memory and Redis behave alike). Synchronous: with the memory store a cache-hit Encrypt stays
+// a synchronous call (docs/rate-limits.md says why that matters and what it costs).
+
+interface Entry {
+  count: number;
+  resetAt: number;
+}
+
+// Entries of closed windows are dropped when the map has grown to twice its size after the last sweep, so memory
+// follows the number of callers active within one window, at an amortized constant cost per call.
+const FIRST_SWEEP = 1024;
+
+export class WindowCounter {
+  private readonly entries = new Map<string, Entry>();
+  private sweepAt = FIRST_SWEEP;
+
+  constructor(
+    readonly limit: number,
+    readonly windowMs: number,
+  ) {}
+
+  // Counts one call of `key` at `now`; returns how many calls are left in its window (negative: over the limit)
+  // and when the window ends.
+  hit(key: string, now: number): { remaining: number; resetMs: number } {
+    let entry = this.entries.get(key);
+    if (entry === undefined) {
+      if (this.entries.size >= this.sweepAt) this.sweep(now);
+      entry = { count: 0, resetAt: now + this.windowMs };
+      this.entries.set(key, entry);
+    } else if (now >= entry.resetAt) {
+      entry.count = 0;
+      entry.resetAt = now + this.windowMs;
+    }
+    entry.count++;
+    return { remaining: this.limit - entry.count, resetMs: entry.resetAt - now };
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  private sweep(now: number): void {
+    for (const [key, entry] of this.entries) if (now >= entry.resetAt) this.entries.delete(key);
+    this.sweepAt = Math.max(FIRST_SWEEP, this.entries.size * 2);
+  }
+}
