@@ -16,7 +16,7 @@ import { checkTarget, memoryTable, resultsTable } from "./lib/report.js";
 import type { Row, TargetCheck } from "./lib/report.js";
 import { allScenarios, label } from "./lib/scenarios.js";
 import type { Scenario, Subject } from "./lib/scenarios.js";
-import { ACCESS_STAGES_OFF, PIPELINE_STAGES_OFF, startBaseline, startCloudplane } from "./lib/servers.js";
+import { ACCESS_STAGES_OFF, KMS_RATE_LIMITED, PIPELINE_STAGES_OFF, startBaseline, startCloudplane } from "./lib/servers.js";
 import { post } from "./lib/http-client.js";
 import type { LaunchOptions, RunningServer, ServerName } from "./lib/servers.js";
 
@@ -172,7 +172,7 @@ async function startOne(name: ServerName, launch: LaunchOptions, dataDirs: strin
   const server =
     name === "candidate" && candidate !== null
       ? await startCloudplane(launch, "candidate", candidate.entry, dataDir, candidate.flags)
-      : name === "no-stages" || name === "no-access"
+      : name === "no-stages" || name === "no-access" || name === "kms-limited"
         ? await startCloudplane(launch, name, "src/main.js", dataDir, [], stagesOf[name])
         : await startCloudplane(launch, "cloudplane", "src/main.js", dataDir);
   // As a caller would: the bootstrapped admin's credentials exchanged for a token.
@@ -184,7 +184,7 @@ async function startOne(name: ServerName, launch: LaunchOptions, dataDirs: strin
   return { name, server, client, keyId: key.id, authorization };
 }
 
-const stagesOf = { "no-stages": PIPELINE_STAGES_OFF, "no-access": ACCESS_STAGES_OFF } as const;
+const stagesOf = { "no-stages": PIPELINE_STAGES_OFF, "no-access": ACCESS_STAGES_OFF, "kms-limited": KMS_RATE_LIMITED } as const;
 
 // A token of the form and length cloudplane issues, for the baselines to receive and ignore.
 function madeUpToken(): string {
@@ -232,7 +232,9 @@ function rowsOf(measured: Map<string, Measurement[]>): Row[] {
   for (const scenario of scenarios) {
     const names = serversOf(scenario);
     const rate = (name: ServerName): number => median(measured.get(`${scenario.id}/${name}`)!.map((m) => m.result.reqPerS));
-    const references = REFERENCES.filter((ref) => names.includes(ref));
+    // The fixed references, and the server a target of the scenario is measured against (cloudplane itself for the
+    // rate-limits row).
+    const references = [...new Set([...REFERENCES, ...scenario.targets.map((t) => t.against)])].filter((ref) => names.includes(ref));
     for (const name of names) {
       const ms = measured.get(`${scenario.id}/${name}`)!;
       const reqPerS = rate(name);
@@ -254,7 +256,8 @@ function rowsOf(measured: Map<string, Measurement[]>): Row[] {
         foreignCpuPercent: ms.some((m) => m.foreignPercent === null) ? null : Math.max(...ms.map((m) => m.foreignPercent ?? 0)),
         verdict: null,
       };
-      if ((name === "cloudplane" || name === "candidate") && scenario.targets.length > 0) {
+      const underTest = (name === "cloudplane" || name === "candidate" || name === "kms-limited") && !scenario.targets.some((t) => t.against === name);
+      if (underTest && scenario.targets.length > 0) {
         row.verdict = scenario.targets.every((t) => checkTarget(row, t).pass) ? "PASS" : "FAIL";
       }
       rows.push(row);
@@ -326,7 +329,7 @@ async function main(): Promise<number> {
   // server is in the same state: busy since it started. A scenario marked `ownProcess` gets processes of its own,
   // started one after the other, so the servers it compares are in the same state and measured at the same time.
   // Rounds alternate the order of the batches.
-  const order: ServerName[] = ["grpc-js", "http2", "http1", "cloudplane", "no-stages", "no-access", "candidate"];
+  const order: ServerName[] = ["grpc-js", "http2", "http1", "cloudplane", "no-stages", "no-access", "kms-limited", "candidate"];
   const names = order.filter((name) => scenarios.some((s) => serversOf(s).includes(name)));
   const batches: { name: ServerName; tag: string; scenarios: Scenario[] }[] = [
     ...names.map((name) => ({ name, tag: "", scenarios: scenarios.filter((s) => s.ownProcess !== true && serversOf(s).includes(name)) })),
