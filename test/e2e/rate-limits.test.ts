@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { NodePoolService } from "../../gen/compute/cluster/v1/node_pool_pb.js";
 import { ConfigService } from "../../gen/compute/configs/v2/configs_pb.js";
 import { KeyManagerService } from "../../gen/kms/v1/kms_pb.js";
+import { adminCredentials } from "../support/credentials.js";
 import { FakeClock } from "../support/fake-clock.js";
 import { makePrincipal } from "../support/principals.js";
 import type { Principal } from "../support/principals.js";
@@ -195,6 +196,31 @@ describe("the per-day limit", () => {
     } finally {
       await server.stop();
       catalog.remove();
+    }
+  });
+});
+
+describe("on the virtualization API's XML surface", () => {
+  it("counts POST /api/sessions with the REST service_auth it shares ServiceAuth with, by address, and refuses in XML", async () => {
+    const server = await startServer({ env: documented });
+    try {
+      const admin = adminCredentials(server.dataDir);
+      const basic = `Basic ${Buffer.from(`${admin.client_id}@System:${admin.client_secret}`).toString("base64")}`;
+      const post = () => fetch(`${server.url}/api/sessions`, { method: "POST", headers: { authorization: basic, accept: "application/*;version=38.0" } });
+      // The test support logged in once over REST (POST /public/v2/service_auth) from the same address.
+      for (let i = 2; i <= 30; i++) {
+        const res = await post();
+        expect({ i, status: res.status, remaining: res.headers.get("x-ratelimit-remaining") }).toEqual({ i, status: 200, remaining: String(30 - i) });
+      }
+      const res = await post();
+      expect(res.status).toBe(429);
+      expect(res.headers.get("retry-after")).toBe("60");
+      expect([res.headers.get("x-ratelimit-limit"), res.headers.get("x-ratelimit-remaining")]).toEqual(["30", "0"]);
+      expect(await res.text()).toContain('majorErrorCode="429" minorErrorCode=');
+      const rest = await fetch(`${server.url}/public/v2/service_auth`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(admin) });
+      expect(rest.status).toBe(429);
+    } finally {
+      await server.stop();
     }
   });
 });

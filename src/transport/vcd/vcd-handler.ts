@@ -59,12 +59,13 @@ export function createVcdHandler(settings: VcdSettings): (req: NodeRequest, res:
       const extra: Record<string, string> = status === 401 ? { "www-authenticate": 'Basic realm="cloudplane"' } : {};
       const retryAfter = retryAfterSeconds(error);
       if (retryAfter !== undefined) extra["retry-after"] = String(retryAfter);
-      return failure(version, status, error.rawMessage, extra);
+      return failure(version, status, error.rawMessage, { ...stageHeaders(call), ...extra });
     }
     const site = req.headers.host ?? "localhost";
     return {
       status: 200,
       headers: {
+        ...stageHeaders(call),
         "content-type": `${SESSION_TYPE};version=${version}`,
         "x-vmware-vcloud-access-token": response.token?.accessToken ?? "",
         "x-vmware-vcloud-token-type": "Bearer",
@@ -105,6 +106,12 @@ export function createVcdHandler(settings: VcdSettings): (req: NodeRequest, res:
     res.writeHead(result.status, { ...result.headers, "x-request-id": requestId });
     res.end(result.body);
   };
+}
+
+// The headers the pipeline's stages added (X-RateLimit-*), written on success and failure alike, as every adapter
+// does.
+function stageHeaders(call: Call): Record<string, string> {
+  return Object.fromEntries(call.responseHeaders ?? []);
 }
 
 interface BasicCredentials {
