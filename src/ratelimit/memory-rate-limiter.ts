@@ -1,6 +1,6 @@
 import type { Clock } from "../shared/clock.js";
 import type { Decision, RateClass, RateLimiter, RateLimits } from "./rate-limits.js";
-import { DAY_MS, MINUTE_MS, decide } from "./rate-limits.js";
+import { DAY_MS, MINUTE_MS } from "./rate-limits.js";
 import { WindowCounter } from "./window-counter.js";
 
 // The default store: the counts of this process alone, answered synchronously. Time comes from the injected
@@ -20,10 +20,12 @@ export class MemoryRateLimiter implements RateLimiter {
     const { minute, day } = this.windows[rateClass];
     const now = this.clock.now();
     const m = minute.hit(key, now);
-    const minuteState = { window: "minute" as const, limit: minute.limit, remaining: m.remaining, resetMs: m.resetMs };
-    if (m.remaining < 0) return decide(minuteState, null);
+    if (m < 0) return { allowed: false, shown: { window: "minute", limit: minute.limit, remaining: 0, resetMs: minute.lastResetMs } };
     const d = day.hit(key, now);
-    return decide(minuteState, { window: "day", limit: day.limit, remaining: d.remaining, resetMs: d.resetMs });
+    // Only the window to show is built: this runs on every call of a limited method.
+    if (d < 0) return { allowed: false, shown: { window: "day", limit: day.limit, remaining: 0, resetMs: day.lastResetMs } };
+    if (d < m) return { allowed: true, shown: { window: "day", limit: day.limit, remaining: d, resetMs: day.lastResetMs } };
+    return { allowed: true, shown: { window: "minute", limit: minute.limit, remaining: m, resetMs: minute.lastResetMs } };
   }
 
   ready(): Promise<void> {

@@ -44,7 +44,8 @@ export interface RateLimiter {
   close(): Promise<void>;
 }
 
-// The decision from both windows: the minute is counted first, and a call it refuses is not counted against the
+// The decision from both windows (the Redis store's; the memory store inlines the same rules): the minute is
+// counted first, and a call it refuses is not counted against the
 // day, so that a burst refused by the minute does not eat the day's budget.
 export function decide(minute: WindowState, day: WindowState | null): Decision {
   if (minute.remaining < 0) return { allowed: false, shown: { ...minute, remaining: 0 } };

@@ -20,9 +20,12 @@ export class WindowCounter {
     readonly windowMs: number,
   ) {}
 
-  // Counts one call of `key` at `now`; returns how many calls are left in its window (negative: over the limit)
-  // and when the window ends.
-  hit(key: string, now: number): { remaining: number; resetMs: number } {
+  // Milliseconds until the window of the last hit() ends: a field rather than a returned object, so that a hit
+  // allocates nothing once its key is known.
+  lastResetMs = 0;
+
+  // Counts one call of `key` at `now`; returns how many calls are left in its window (negative: over the limit).
+  hit(key: string, now: number): number {
     let entry = this.entries.get(key);
     if (entry === undefined) {
       if (this.entries.size >= this.sweepAt) this.sweep(now);
@@ -33,7 +36,8 @@ export class WindowCounter {
       entry.resetAt = now + this.windowMs;
     }
     entry.count++;
-    return { remaining: this.limit - entry.count, resetMs: entry.resetAt - now };
+    this.lastResetMs = entry.resetAt - now;
+    return this.limit - entry.count;
   }
 
   get size(): number {

@@ -7,11 +7,12 @@ import { FakeClock } from "../support/fake-clock.js";
 describe("WindowCounter", () => {
   it("opens a window at a key's first call and starts afresh when it ends", () => {
     const counter = new WindowCounter(2, 1000);
-    expect(counter.hit("a", 0)).toEqual({ remaining: 1, resetMs: 1000 });
-    expect(counter.hit("a", 400)).toEqual({ remaining: 0, resetMs: 600 });
-    expect(counter.hit("a", 999)).toEqual({ remaining: -1, resetMs: 1 });
-    expect(counter.hit("b", 999)).toEqual({ remaining: 1, resetMs: 1000 });
-    expect(counter.hit("a", 1000)).toEqual({ remaining: 1, resetMs: 1000 });
+    const hit = (key: string, now: number) => ({ remaining: counter.hit(key, now), resetMs: counter.lastResetMs });
+    expect(hit("a", 0)).toEqual({ remaining: 1, resetMs: 1000 });
+    expect(hit("a", 400)).toEqual({ remaining: 0, resetMs: 600 });
+    expect(hit("a", 999)).toEqual({ remaining: -1, resetMs: 1 });
+    expect(hit("b", 999)).toEqual({ remaining: 1, resetMs: 1000 });
+    expect(hit("a", 1000)).toEqual({ remaining: 1, resetMs: 1000 });
   });
 
   it("drops the entries of closed windows as the map grows, so memory follows the callers of one window", () => {

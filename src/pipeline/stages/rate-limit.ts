@@ -40,9 +40,15 @@ export function rateLimitStage(settings: RateLimitSettings): Stage {
       return next(call);
     }
     const { shown } = decision;
-    call.addResponseHeader("x-ratelimit-limit", String(shown.limit));
-    call.addResponseHeader("x-ratelimit-remaining", String(Math.max(0, shown.remaining)));
-    call.addResponseHeader("x-ratelimit-reset", String(secondsUntil(shown.resetMs)));
+    // X-RateLimit-* are HTTP headers for HTTP callers, like Retry-After: on every answer of REST, Connect, gRPC-web
+    // and the XML surface. A native gRPC caller reads the same numbers from a refusal's details (ErrorInfo, QuotaFailure,
+    // RetryInfo) and gets the headers as metadata then; on its successes they are left out, since writing three more
+    // headers into every HTTP/2 response cost more than the check itself (docs/rate-limits.md).
+    if (!decision.allowed || call.protocol !== "grpc") {
+      call.addResponseHeader("x-ratelimit-limit", String(shown.limit));
+      call.addResponseHeader("x-ratelimit-remaining", String(shown.remaining));
+      call.addResponseHeader("x-ratelimit-reset", String(secondsUntil(shown.resetMs)));
+    }
     if (!decision.allowed) throw rateLimitExceeded(call.entry.policy.domain, rateClass, limits[rateClass], shown);
     return next(call);
   }
@@ -57,11 +63,13 @@ export function rateLimitStage(settings: RateLimitSettings): Stage {
 }
 
 // Whose budget a call draws from: its API key within its workspace when it sent one (by the key's id, never the
-// secret), else its principal; a call that needs no credentials and sent none, its address.
+// secret), else its principal; a call that needs no credentials and sent none, its address. The principal id is
+// used as it is (the authenticator's cached string, whose hash V8 keeps), since building a key string on every
+// call cost as much as the count; principal ids never begin with "api-key:" or "address:".
 function credentialKey(call: Call): string {
   const { apiKey, workspaceId } = call.credentials;
   if (apiKey !== undefined) return `api-key:${idOf("api-key", apiKey) ?? "?"}:${workspaceId ?? ""}`;
-  if (call.principal !== "anonymous") return `principal:${call.principal}`;
+  if (call.principal !== "anonymous") return call.principal;
   return `address:${call.peerAddress}`;
 }
 
