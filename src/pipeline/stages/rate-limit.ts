@@ -18,8 +18,8 @@ export interface RateLimitSettings {
 // Counts every call of a limited service against its credential's budget for the call's HTTP method (CONTRACT
 // section 6) and refuses it with RESOURCE_EXHAUSTED once the minute's or the day's budget is spent. Runs after
 // authentication, which established the credential, and before the audit: a refused call does nothing, and a flood
-// of refused calls must not write a record each. Every answer of a limited call carries X-RateLimit-Limit,
-// -Remaining and -Reset (seconds until the shown window starts afresh) as response headers, on every protocol.
+// of refused calls must not write a record each. Answers of limited calls carry X-RateLimit-Limit, -Remaining and
+// -Reset (seconds until the shown window starts afresh) as response headers (see apply for native gRPC).
 export function rateLimitStage(settings: RateLimitSettings): Stage {
   const { limiter, limits } = settings;
   // The class of each method, or null when its service is not limited: decided on its first call.
