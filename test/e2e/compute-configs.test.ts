@@ -14,6 +14,13 @@ import { wireCall, wireProtocols } from "../support/wire-call.js";
 const configs = ConfigService.method;
 const WORKSPACE = "ws-configs";
 
+// Every stored row, the audit trail included, but the task workers' heartbeats, which a timer rewrites.
+function storedRows(dataDir: string): ReturnType<typeof storeSnapshot> {
+  const all = storeSnapshot(dataDir);
+  delete all["compute_workers"];
+  return all;
+}
+
 function expected(name: string): JsonObject {
   return JSON.parse(readFileSync(join(import.meta.dirname, "expected", name), "utf8")) as JsonObject;
 }
@@ -114,13 +121,13 @@ describe("configuration calls", () => {
     ];
 
     it("is INVALID_ARGUMENT naming MT and INF over REST, and changes nothing", async () => {
-      const before = storeSnapshot(server.dataDir);
+      const before = storedRows(server.dataDir);
       const res = await rest(`/public/v2/configs${value === "" ? "" : `?cluster_type=${value}`}`);
       expect(res.status).toBe(400);
       expect(await res.json()).toEqual({ code: 3, message: `cluster_type: ${description}`, details: expect.any(Array) });
       const answer = await wireCall(server.url, "rest", configs.listConfigs, { clusterType: value }, headers);
       expect(answer.details).toEqual(details);
-      expect(storeSnapshot(server.dataDir)).toEqual(before);
+      expect(storedRows(server.dataDir)).toEqual(before);
     });
 
     it.each(wireProtocols.filter((p) => p !== "rest"))("is the same over %s", async (protocol) => {

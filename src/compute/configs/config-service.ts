@@ -1,3 +1,5 @@
+import { create } from "@bufbuild/protobuf";
+import { ConfigBaseResponseSchema, SparkConfigsResponseSchema } from "../../../gen/compute/configs/v2/configs_pb.js";
 import type { ConfigService } from "../../../gen/compute/configs/v2/configs_pb.js";
 import { quoted } from "../../errors/caller-text.js";
 import { invalidArgument } from "../../errors/domain-error.js";
@@ -9,8 +11,8 @@ import { instanceConfigsToProto, sparkConfigToProto } from "./config-to-proto.js
 // The configuration calls of the platform's public API v2: what callers can run, straight from the catalog. The
 // messages are built once at start, since the catalog does not change while the server runs.
 export function createConfigService(catalog: Catalog): ServiceHandlers<typeof ConfigService> {
-  const byType = new Map(clusterTypes.map((type) => [type, instanceConfigsToProto(catalog.instanceConfigs[type])]));
-  const spark = { configs: catalog.sparkConfigs.map(sparkConfigToProto) };
+  const byType = new Map(clusterTypes.map((type) => [type, create(ConfigBaseResponseSchema, instanceConfigsToProto(catalog.instanceConfigs[type]))]));
+  const spark = create(SparkConfigsResponseSchema, { configs: catalog.sparkConfigs.map(sparkConfigToProto) });
   return {
     listConfigs(req) {
       return byType.get(clusterTypeOf(req.clusterType))!;
