@@ -10,6 +10,10 @@ interface Entry {
 // Entries of closed windows are dropped when the map has grown to twice its size after the last sweep, so memory
 // follows the number of callers active within one window, at an amortized constant cost per call.
 const FIRST_SWEEP = 1024;
+// A bound on the keys one window holds: calls without credentials are counted by source address, and a flood from
+// many addresses (IPv6 has plenty) must not grow the day's map for 24 hours. Beyond it the oldest key is dropped,
+// which gives that key a fresh budget: the limits stay exact for the most recent million callers.
+const MAX_KEYS = 1_000_000;
 
 export class WindowCounter {
   private readonly entries = new Map<string, Entry>();
@@ -18,6 +22,7 @@ export class WindowCounter {
   constructor(
     readonly limit: number,
     readonly windowMs: number,
+    private readonly maxKeys = MAX_KEYS,
   ) {}
 
   // Milliseconds until the window of the last hit() ends: a field rather than a returned object, so that a hit
@@ -29,6 +34,7 @@ export class WindowCounter {
     let entry = this.entries.get(key);
     if (entry === undefined) {
       if (this.entries.size >= this.sweepAt) this.sweep(now);
+      if (this.entries.size >= this.maxKeys) this.entries.delete(this.entries.keys().next().value!);
       entry = { count: 0, resetAt: now + this.windowMs };
       this.entries.set(key, entry);
     } else if (now >= entry.resetAt) {

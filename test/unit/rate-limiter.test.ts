@@ -21,6 +21,15 @@ describe("WindowCounter", () => {
     for (let i = 0; i < 1024; i++) counter.hit(`new-${i}`, 5000);
     expect(counter.size).toBe(1024);
   });
+
+  it("holds at most its bound of keys, dropping the oldest", () => {
+    const counter = new WindowCounter(10, 60_000, 3);
+    for (const key of ["a", "b", "c", "d"]) counter.hit(key, 0);
+    expect(counter.size).toBe(3);
+    // "a" went first: it starts afresh; "d" keeps its count.
+    expect(counter.hit("a", 1)).toBe(9);
+    expect(counter.hit("d", 1)).toBe(8);
+  });
 });
 
 describe("MemoryRateLimiter", () => {
