@@ -1,5 +1,6 @@
 import { parseArgs } from "node:util";
 import { shippedCatalogPath } from "./compute/catalog/load-catalog.js";
+import type { RateLimits } from "./ratelimit/rate-limits.js";
 
 // Every setting, with its flag, its environment variable and its default, read and validated in one place.
 // `--help` prints this table, so it is the operator's reference.
@@ -40,6 +41,14 @@ const specs = {
   callPath: { flag: "call-path", env: "CALL_PATH", description: "direct: gRPC unary and REST calls go straight into the call pipeline; connect: every call goes through connect-node, the reference implementation the direct adapters are checked against", default: "direct" },
   metrics: { flag: "metrics", env: "METRICS", description: "GET /metrics (Prometheus text format): admin (only for the token of a principal with the admin role on \"*\"), open (for anyone who can reach the port, e.g. a Prometheus on a private network), or off (no metrics are kept and /metrics is not served)", default: "admin" },
   pipelineStages: { flag: "pipeline-stages", env: "PIPELINE_STAGES", description: "all; for benchmarks only, to measure what the stages cost: none (no stage at all: no request ids, deadlines, credentials or audit) or no-access (every stage but authentication and authorization: every caller may do everything)", default: "all" },
+  rateLimitGetPerMinute: { flag: "rate-limit-get-per-minute", env: "RATE_LIMIT_GET_PER_MINUTE", description: "GET calls one credential may make a minute to a rate-limited service (whatever the protocol: counted by the method's REST mapping)", default: "100" },
+  rateLimitGetPerDay: { flag: "rate-limit-get-per-day", env: "RATE_LIMIT_GET_PER_DAY", description: "GET calls one credential may make a day to a rate-limited service", default: "10000" },
+  rateLimitPostPerMinute: { flag: "rate-limit-post-per-minute", env: "RATE_LIMIT_POST_PER_MINUTE", description: "POST, PATCH and DELETE calls (counted together) one credential may make a minute to a rate-limited service", default: "30" },
+  rateLimitPostPerDay: { flag: "rate-limit-post-per-day", env: "RATE_LIMIT_POST_PER_DAY", description: "POST, PATCH and DELETE calls one credential may make a day to a rate-limited service", default: "1000" },
+  rateLimitServices: { flag: "rate-limit-services", env: "RATE_LIMIT_SERVICES", description: "comma-separated services whose calls are rate-limited: full names (kms.v1.KeyManagerService), package prefixes (compute.*) or * for all; empty for none", default: "compute.*" },
+  redisUrl: { flag: "redis-url", env: "REDIS_URL", description: "Redis (redis://host:port/db) holding the rate-limit counts, shared by every server using it; none: each server counts in its own memory", default: "" },
+  rateLimitKeyPrefix: { flag: "rate-limit-key-prefix", env: "RATE_LIMIT_KEY_PREFIX", description: "prefix of the rate-limit keys in Redis; servers with the same Redis and prefix share one budget per credential", default: "cloudplane:ratelimit" },
+  rateLimitStoreFailure: { flag: "rate-limit-store-failure", env: "RATE_LIMIT_STORE_FAILURE", description: "when Redis cannot be reached: open (let calls through uncounted) or closed (refuse them with UNAVAILABLE); logged once per outage either way", default: "open" },
 } satisfies Record<string, SettingSpec>;
 
 export interface Config {
@@ -72,6 +81,11 @@ export interface Config {
   callPath: "direct" | "connect";
   pipelineStages: "all" | "none" | "no-access";
   metrics: "admin" | "open" | "off";
+  rateLimits: RateLimits;
+  rateLimitServices: string[];
+  redisUrl: string;
+  rateLimitKeyPrefix: string;
+  rateLimitStoreFailure: "open" | "closed";
 }
 
 export class ConfigError extends Error {}
@@ -99,6 +113,24 @@ function versionList(raw: string): string[] {
     throw new ConfigError(`--${specs.vcdApiVersions.flag} (${specs.vcdApiVersions.env}) must list versions such as 36.0,38.1, got "${raw}"`);
   }
   return versions;
+}
+
+// Limits far above any real traffic are allowed (benchmarks set them so to measure the checks alone), up to what a
+// double counts exactly.
+const MAX_LIMIT = Number.MAX_SAFE_INTEGER;
+
+function serviceList(raw: string): string[] {
+  const services = raw.split(",").map((s) => s.trim()).filter((s) => s !== "");
+  const bad = services.find((s) => !/^(\*|[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*(\.\*)?)$/.test(s));
+  if (bad !== undefined) {
+    throw new ConfigError(`--${specs.rateLimitServices.flag} (${specs.rateLimitServices.env}) lists services such as compute.*,kms.v1.KeyManagerService, got "${bad}"`);
+  }
+  return services;
+}
+
+function redisUrlOf(raw: string): string {
+  if (raw !== "" && !/^rediss?:\/\//.test(raw)) throw new ConfigError(`--${specs.redisUrl.flag} (${specs.redisUrl.env}) must be a redis:// or rediss:// URL`);
+  return raw;
 }
 
 export function helpText(): string {
@@ -159,5 +191,13 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config | "he
     callPath,
     pipelineStages,
     metrics: oneOf("metrics", raw("metrics"), ["admin", "open", "off"] as const),
+    rateLimits: {
+      GET: { perMinute: integer("rateLimitGetPerMinute", raw("rateLimitGetPerMinute"), 1, MAX_LIMIT), perDay: integer("rateLimitGetPerDay", raw("rateLimitGetPerDay"), 1, MAX_LIMIT) },
+      POST: { perMinute: integer("rateLimitPostPerMinute", raw("rateLimitPostPerMinute"), 1, MAX_LIMIT), perDay: integer("rateLimitPostPerDay", raw("rateLimitPostPerDay"), 1, MAX_LIMIT) },
+    },
+    rateLimitServices: serviceList(raw("rateLimitServices")),
+    redisUrl: redisUrlOf(raw("redisUrl")),
+    rateLimitKeyPrefix: raw("rateLimitKeyPrefix"),
+    rateLimitStoreFailure: oneOf("rateLimitStoreFailure", raw("rateLimitStoreFailure"), ["open", "closed"] as const),
   };
 }

@@ -1,6 +1,7 @@
 import type { DescService } from "@bufbuild/protobuf";
 import type { ConnectRouter } from "@connectrpc/connect";
 import { AuthService } from "../gen/compute/auth/v2/auth_pb.js";
+import { ConfigService } from "../gen/compute/configs/v2/configs_pb.js";
 import { KeyManagerService } from "../gen/kms/v1/kms_pb.js";
 import { NodePoolService } from "../gen/compute/cluster/v1/node_pool_pb.js";
 import { TaskService } from "../gen/compute/cluster/v1/task_pb.js";
@@ -17,7 +18,7 @@ import type { HealthStatus } from "./transport/grpc/health-service.js";
 import { createReflectionServices } from "./transport/grpc/reflection-service.js";
 
 // The product's services: served on every protocol, REST included.
-export const apiServices: DescService[] = [AuthService, KeyManagerService, NodePoolService, TaskService, VAppService];
+export const apiServices: DescService[] = [AuthService, KeyManagerService, ConfigService, NodePoolService, TaskService, VAppService];
 
 // gRPC's own services, which only Connect serves (their calls still run through the pipeline, by its
 // interceptor).
@@ -26,6 +27,7 @@ export const infrastructureServices: DescService[] = [Health, ServerReflectionV1
 export interface ServiceHandlerSet {
   auth: ServiceHandlers<typeof AuthService>;
   kms: ServiceHandlers<typeof KeyManagerService>;
+  configs: ServiceHandlers<typeof ConfigService>;
   nodePools: ServiceHandlers<typeof NodePoolService>;
   tasks: ServiceHandlers<typeof TaskService>;
   vapps: ServiceHandlers<typeof VAppService>;
@@ -35,6 +37,7 @@ export function servedServices(handlers: ServiceHandlerSet): ServedService[] {
   return [
     servedService(AuthService, handlers.auth),
     servedService(KeyManagerService, handlers.kms),
+    servedService(ConfigService, handlers.configs),
     servedService(NodePoolService, handlers.nodePools),
     servedService(TaskService, handlers.tasks),
     servedService(VAppService, handlers.vapps),

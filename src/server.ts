@@ -21,6 +21,9 @@ import { createMetricsRegistry } from "./metrics/metrics-registry.js";
 import { MethodTable } from "./pipeline/method-table.js";
 import type { Stage } from "./pipeline/stage.js";
 import { pipelineStages } from "./pipeline/stages.js";
+import { MemoryRateLimiter } from "./ratelimit/memory-rate-limiter.js";
+import type { RateLimiter } from "./ratelimit/rate-limits.js";
+import { RedisRateLimiter } from "./ratelimit/redis-rate-limiter.js";
 import { infrastructureServices, longLivedPaths, registerRoutes, servedServices } from "./routes.js";
 import type { Clock } from "./shared/clock.js";
 import { packageRoot } from "./shared/package-root.js";
@@ -123,6 +126,7 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
   const served = servedServices({
     auth: createAuthService(authenticator),
     kms: createKmsService(manager, crypto, clock, { minRotationMs: config.minRotationMs }),
+    configs: compute.configService,
     nodePools: compute.nodePoolService,
     tasks: compute.taskService,
     vapps: compute.vappService,
@@ -131,6 +135,11 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
     logger.warn(`PIPELINE_STAGES=${config.pipelineStages}: calls run without ${config.pipelineStages === "none" ? "request ids, deadlines, credentials or audit" : "authentication or authorization: every caller may do everything"}; for benchmarks only`);
   }
   const callTallies = config.metrics === "off" ? null : new CallTallies();
+  // Rate limits: counted in this process's memory, or in Redis when REDIS_URL is set so that every server shares them.
+  const limiter: RateLimiter =
+    config.redisUrl === ""
+      ? new MemoryRateLimiter(config.rateLimits, clock)
+      : new RedisRateLimiter(config.redisUrl, config.rateLimits, config.rateLimitKeyPrefix, logger);
   const stages = pipelineStages({
     logger,
     clock,
@@ -139,6 +148,7 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
     access: { authenticator, policy: access, keyScopes: { namespaceOfKey: (keyId) => manager.namespaceOf(keyId), keyNotFound }, vappScopes: compute.vappScopes },
     audit,
     metrics: callTallies,
+    rateLimits: { limiter, limits: config.rateLimits, services: config.rateLimitServices, onStoreFailure: config.rateLimitStoreFailure },
     extra: options.extraStages ?? [],
   });
   const table = new MethodTable(served, infrastructureServices, stages);
@@ -325,7 +335,9 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
     sweeper,
     health,
     identity,
-    listen() {
+    async listen() {
+      // The first calls are counted in Redis, not refused or let through because it was not connected yet.
+      await limiter.ready();
       return new Promise((resolve, reject) => {
         server.once("error", reject);
         server.listen(config.port, config.host, () => {
@@ -365,6 +377,7 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
       auditDb.close();
       await sweeper.stop();
       await computeStopped;
+      await limiter.close();
       await store.close();
     },
   };

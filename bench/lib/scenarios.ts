@@ -284,6 +284,15 @@ const metricsStage: Scenario = {
   ownProcess: true,
 };
 
+// Issue 10's target: the rate-limit checks with the memory store, on the same build with the key management service
+// limited (KMS_RATE_LIMITED) and not (the default), so every Encrypt is counted against its credential's budget.
+const rateLimits: Scenario = {
+  ...grpc("rate-limits", "Encrypt", KIB, []),
+  servers: ["cloudplane", "kms-limited"],
+  targets: [{ kind: "cost", against: "cloudplane", atMost: 0.05, what: "rate-limit checks cost" }],
+  ownProcess: true,
+};
+
 export const allScenarios: Scenario[] = [
   grpc("encrypt-1k", "Encrypt", KIB, GRPC_1K),
   grpc("encrypt-64k", "Encrypt", 64 * KIB, GRPC_64K),
@@ -298,6 +307,7 @@ export const allScenarios: Scenario[] = [
   metricsStage,
   vcdQuery,
   vcdInstantiate,
+  rateLimits,
 ];
 
 export function label(s: Scenario): string {

@@ -15,7 +15,7 @@ export type BaselineName = "grpc-js" | "http2" | "http1";
 // cloudplane variants: "candidate" is a second cloudplane build (another entry script) or the same one with other
 // node flags, measured alongside for A/B comparisons; "no-stages" is src/main.js with the call pipeline's stages
 // turned off (PIPELINE_STAGES_OFF), for what those stages cost.
-export type CloudplaneName = "cloudplane" | "candidate" | "no-stages" | "no-access" | "no-metrics";
+export type CloudplaneName = "cloudplane" | "candidate" | "no-stages" | "no-access" | "no-metrics" | "kms-limited";
 
 export type ServerName = BaselineName | CloudplaneName;
 
@@ -29,6 +29,17 @@ export const ACCESS_STAGES_OFF: Readonly<Record<string, string>> = { PIPELINE_ST
 
 // The hook for the "metrics cost" row ("no-metrics"): every stage but the metrics stage, and no /metrics.
 export const METRICS_OFF: Readonly<Record<string, string>> = { METRICS: "off" };
+// The hook for the "rate limits cost" row ("kms-limited"): cloudplane with the key management service rate-limited
+// too (by default only the compute platform's services are), with limits no load reaches, so that every call is
+// counted and none refused.
+const UNREACHABLE = String(Number.MAX_SAFE_INTEGER);
+export const KMS_RATE_LIMITED: Readonly<Record<string, string>> = {
+  RATE_LIMIT_SERVICES: "compute.*,kms.v1.KeyManagerService",
+  RATE_LIMIT_GET_PER_MINUTE: UNREACHABLE,
+  RATE_LIMIT_GET_PER_DAY: UNREACHABLE,
+  RATE_LIMIT_POST_PER_MINUTE: UNREACHABLE,
+  RATE_LIMIT_POST_PER_DAY: UNREACHABLE,
+};
 
 export interface RunningServer {
   name: ServerName;

@@ -6,6 +6,7 @@ import type Database from "better-sqlite3";
 import type { Logger } from "pino";
 import { file_compute_cluster_v1_node_pool } from "../../gen/compute/cluster/v1/node_pool_pb.js";
 import type { NodePoolService } from "../../gen/compute/cluster/v1/node_pool_pb.js";
+import type { ConfigService } from "../../gen/compute/configs/v2/configs_pb.js";
 import type { TaskService } from "../../gen/compute/cluster/v1/task_pb.js";
 import type { VAppService } from "../../gen/compute/vapp/v1/vapp_pb.js";
 import { file_google_rpc_error_details } from "../../gen/google/rpc/error_details_pb.js";
@@ -14,6 +15,7 @@ import type { ComputeStore } from "../storage/compute-store.js";
 import { SqliteComputeStore } from "../storage/sqlite/sqlite-compute-store.js";
 import { SqliteNodeLedger } from "../storage/sqlite/sqlite-node-ledger.js";
 import type { Catalog } from "./catalog/catalog.js";
+import { createConfigService } from "./configs/config-service.js";
 import { NodePoolManager } from "./node-pools/node-pool-manager.js";
 import { createNodePoolService } from "./node-pools/node-pool-service.js";
 import { NodePoolTaskRunner } from "./node-pools/node-pool-task-runner.js";
@@ -50,6 +52,7 @@ export interface ComputeModuleDeps {
 }
 
 export interface ComputeModule {
+  configService: ServiceHandlers<typeof ConfigService>;
   nodePoolService: ServiceHandlers<typeof NodePoolService>;
   taskService: ServiceHandlers<typeof TaskService>;
   // The PENDING and RUNNING tasks, for /metrics.
@@ -95,6 +98,7 @@ export function createComputeModule(deps: ComputeModuleDeps): ComputeModule {
   const manager = new NodePoolManager(store, deps.catalog, deps.clock, () => worker.kick());
   const vapps = new VAppManager(vappStore, deps.catalog, templatesOf(deps.catalog), deps.clock, () => worker.kick());
   return {
+    configService: createConfigService(deps.catalog),
     nodePoolService: createNodePoolService(manager),
     taskService: createTaskService(new TaskManager(store, deps.catalog, notifier)),
     taskQueue: () => store.taskQueue(),

@@ -3,6 +3,8 @@ import type { DescMethod, DescService, Message } from "@bufbuild/protobuf";
 import { method_policy, service_policy, Scope_Kind } from "../../gen/cloudplane/api/v1/policy_pb.js";
 import { http } from "../../gen/google/api/annotations_pb.js";
 import type { ErrorDomain } from "../errors/reasons.js";
+import { rateClassOf } from "../ratelimit/rate-limits.js";
+import type { RateClass } from "../ratelimit/rate-limits.js";
 import { resourcePathOf, stringFieldReader } from "./request-fields.js";
 import type { FieldReader } from "./request-fields.js";
 
@@ -29,6 +31,9 @@ export interface MethodPolicy {
   scope: ScopeRule | null;
   // Every KMS call and every mutation (a method whose REST mapping is not GET) is recorded in the audit trail.
   audited: boolean;
+  // Which rate limits the call counts against, by the HTTP method of its google.api.http rule whatever protocol
+  // carries it; null for the infrastructure services, which have no rule and are never limited.
+  rateClass: RateClass | null;
   // The resource the call names, for the audit trail.
   resource: (request: Message) => string;
 }
@@ -68,6 +73,7 @@ export function policyOf(method: DescMethod): MethodPolicy {
       requiresApiKey: false,
       scope: null,
       audited: false,
+      rateClass: null,
       resource: () => "",
     };
   }
@@ -83,6 +89,7 @@ export function policyOf(method: DescMethod): MethodPolicy {
     requiresApiKey: policy.requiresApiKey,
     scope: scopeOf(method, where, policy.public, policy.scope),
     audited: domainOf(service) === "kms" || !readOnly.has(mapping.httpMethod),
+    rateClass: rateClassOf(mapping.httpMethod),
     resource: resourcePathOf(method.input, resourceTemplateOf(method, mapping.path, policy.scope)),
   };
 }

@@ -13,6 +13,8 @@ import { deadlineStage } from "./stages/deadline.js";
 import { errorsAndLogStage } from "./stages/errors-and-log.js";
 import { metricsStage } from "./stages/metrics.js";
 import type { CallTallies } from "../metrics/call-tally.js";
+import { rateLimitStage } from "./stages/rate-limit.js";
+import type { RateLimitSettings } from "./stages/rate-limit.js";
 import { requestIdStage } from "./stages/request-id.js";
 
 // all: every stage. none: no stage at all; no-access: every stage but authentication and authorization (every
@@ -31,6 +33,7 @@ export interface StageSettings {
   audit: AuditTrail;
   // Where the metrics stage counts calls; null when metrics are off (METRICS=off).
   metrics: CallTallies | null;
+  rateLimits: RateLimitSettings;
   // Tests only: stages run last, just before the handler (a probe that records every call).
   extra: readonly Stage[];
 }
@@ -50,6 +53,8 @@ export function pipelineStages(settings: StageSettings): Stage[] {
     deadlineStage(settings.maxCallMs),
     credentialsStage,
     ...(access !== null ? [authenticationStage(access.authenticator)] : []),
+    // After authentication, which established whose budget the call draws from.
+    rateLimitStage(settings.rateLimits),
     // Outside the access check, so that refusals by it are recorded with the principal who was refused.
     auditStage(settings.audit, settings.clock),
     ...(access !== null ? [authorizationStage(access.policy, access.keyScopes, access.vappScopes)] : []),

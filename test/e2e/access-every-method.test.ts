@@ -58,6 +58,9 @@ const reads = protectedMethods.filter((m) => !mutations.includes(m));
 let server: TestServer;
 let catalogDir: ReturnType<typeof tempDir>;
 let viewer: Principal;
+// The configuration calls (requires_api_key) take the viewer's API key of WORKSPACE besides its token.
+let viewerApiKey = "";
+const WORKSPACE = "ws-every";
 // A viewer of the scope that may change things elsewhere: its refusals come from the scope's check, not from the
 // shortcut for a permission the principal has nowhere.
 let viewerEditorElsewhere: Principal;
@@ -143,11 +146,14 @@ beforeAll(async () => {
     vapp_id: vapp.id,
     source: VAPP_TEMPLATE,
     network_name: ORG_NETWORK,
+    cluster_type: "MT",
   });
   viewer = await makePrincipal(server, "viewer", [
     ["viewer", `kms-namespace:${NS}`],
     ["viewer", `service-instance:${VDC}`],
+    ["viewer", `workspace:${WORKSPACE}`],
   ]);
+  viewerApiKey = server.app.identity.createApiKey("viewer", WORKSPACE).text;
   viewerEditorElsewhere = await makePrincipal(server, "viewer-editor-elsewhere", [
     ["viewer", `kms-namespace:${NS}`],
     ["viewer", `service-instance:${VDC}`],
@@ -271,7 +277,8 @@ describe("with the token of a viewer of the scope", () => {
   it.each(reads.map((m) => [nameOf(m), m] as const))("%s, a read, succeeds on every protocol and changes nothing", async (_name, m) => {
     for (const protocol of wireProtocolsOf(m)) {
       const before = resourceSnapshot(server.dataDir);
-      const answer = await wireCall(server.url, protocol, m, requestFor(m), viewer.auth);
+      const apiKey: Record<string, string> = getOption(m, method_policy).requiresApiKey ? { "x-api-key": viewerApiKey, "x-workspace-id": WORKSPACE } : {};
+      const answer = await wireCall(server.url, protocol, m, requestFor(m), { ...viewer.auth, ...apiKey });
       expect({ protocol, code: answer.code, message: answer.message }).toEqual({ protocol, code: 0, message: "" });
       expect(resourceSnapshot(server.dataDir)).toEqual(before);
     }

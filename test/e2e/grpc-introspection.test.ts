@@ -288,6 +288,7 @@ const servedServices = [
   "compute.auth.v2.AuthService",
   "compute.cluster.v1.NodePoolService",
   "compute.cluster.v1.TaskService",
+  "compute.configs.v2.ConfigService",
   "compute.vapp.v1.VAppService",
   "grpc.health.v1.Health",
   "grpc.reflection.v1.ServerReflection",

@@ -2,6 +2,7 @@ import http2 from "node:http2";
 import { getOption } from "@bufbuild/protobuf";
 import type { DescMethod } from "@bufbuild/protobuf";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { method_policy } from "../../gen/cloudplane/api/v1/policy_pb.js";
 import { http } from "../../gen/google/api/annotations_pb.js";
 import type { Protocol } from "../../src/pipeline/call.js";
 import type { Stage } from "../../src/pipeline/stage.js";
@@ -91,6 +92,9 @@ function rawCall(url: string, method: DescMethod, protocol: Exclude<Protocol, "r
 // task id itself, before the stages after it (the probe among them) see the call.
 let keyId = "";
 const vapp = { id: "", taskId: "" };
+// The admin's API key of WORKSPACE, for the configuration calls.
+let apiKey = "";
+const WORKSPACE = "ws-coverage";
 
 async function restCall(url: string, method: DescMethod, auth: Record<string, string> = adminAuth(url)): Promise<void> {
   const rule = getOption(method, http);
@@ -116,6 +120,7 @@ describe("every call of every protocol runs through the pipeline", () => {
 
   beforeAll(async () => {
     server = await startServer({ stages: [probe] });
+    apiKey = server.app.identity.createApiKey("admin", WORKSPACE).text;
     const res = await fetch(`${server.url}/v1/keys`, {
       method: "POST",
       headers: { "content-type": "application/json", ...adminAuth(server.url) },
@@ -134,10 +139,12 @@ describe("every call of every protocol runs through the pipeline", () => {
 
   it.each(methods.map((m) => [`${m.parent.typeName}/${m.name}`, m] as const))("%s", async (_name, method) => {
     const protocols = protocolsOf(method);
+    // The configuration calls refuse a caller without an API key before the probe sees them.
+    const auth = getOption(method, method_policy).requiresApiKey ? { ...adminAuth(server.url), "x-api-key": apiKey, "x-workspace-id": WORKSPACE } : adminAuth(server.url);
     for (const protocol of protocols) {
-      if (protocol === "rest") await restCall(server.url, method);
+      if (protocol === "rest") await restCall(server.url, method, auth);
       else if (protocol === "vcd") await vcdCall(server.url, method);
-      else await rawCall(server.url, method, protocol);
+      else await rawCall(server.url, method, protocol, auth);
     }
     const path = `/${method.parent.typeName}/${method.name}`;
     expect(protocols.filter((p) => !seen.has(`${path} ${p}`))).toEqual([]);
@@ -157,6 +164,7 @@ describe("no call of a method that needs credentials gets past authentication wi
 
   beforeAll(async () => {
     server = await startServer({ stages: [probe] });
+    apiKey = server.app.identity.createApiKey("admin", WORKSPACE).text;
   });
   afterAll(() => server.stop());
 

@@ -7,6 +7,7 @@ import type { Logger } from "pino";
 import { AuditTrail } from "../../src/identity/audit-trail.js";
 import type { AuditRecord } from "../../src/identity/identity-model.js";
 import { pipelineStages } from "../../src/pipeline/stages.js";
+import { MemoryRateLimiter } from "../../src/ratelimit/memory-rate-limiter.js";
 import { systemClock } from "../../src/shared/clock.js";
 
 // A method table of the given services for tests of the layers above it (REST routes, request building): each
@@ -20,8 +21,10 @@ export function methodTableOf(services: DescService[], handlers: Record<string, 
 }
 
 // The pipeline's stages for tests that build a server of their own without a store: every stage but the access
-// checks (PIPELINE_STAGES=no-access), with the audit trail kept in `records`.
+// checks (PIPELINE_STAGES=no-access), with the audit trail kept in `records`, and no service rate-limited.
 export function stagesWithoutAccess(logger: Logger, records: AuditRecord[] = []): Stage[] {
   const audit = new AuditTrail({ append: (batch) => void records.push(...batch), query: () => [] }, logger);
-  return pipelineStages({ logger, clock: systemClock, maxCallMs: 60_000, mode: "no-access", access: null, audit, metrics: null, extra: [] });
+  const limits = { GET: { perMinute: 1, perDay: 1 }, POST: { perMinute: 1, perDay: 1 } };
+  const rateLimits = { limiter: new MemoryRateLimiter(limits, systemClock), limits, services: [], onStoreFailure: "open" as const };
+  return pipelineStages({ logger, clock: systemClock, maxCallMs: 60_000, mode: "no-access", access: null, audit, metrics: null, rateLimits, extra: [] });
 }

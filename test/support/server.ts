@@ -25,6 +25,11 @@ const testEnv: Record<string, string> = {
   // Tests move fake clocks by years (rotation, destruction); the admin token of test/support must outlive them.
   // The longest the server allows (expires_in is an int32 of seconds, about 68 years). Tests of expiry set their own.
   ACCESS_TOKEN_TTL_SECONDS: String(2 ** 31 - 1),
+  // Ordinary tests make many calls with one token; the rate-limit tests set the documented limits themselves.
+  RATE_LIMIT_GET_PER_MINUTE: "1000000",
+  RATE_LIMIT_GET_PER_DAY: "1000000",
+  RATE_LIMIT_POST_PER_MINUTE: "1000000",
+  RATE_LIMIT_POST_PER_DAY: "1000000",
 };
 
 export interface TestServer {

@@ -57,7 +57,7 @@ describe("catalog", () => {
 
   const cases: [string, (d: Doc) => unknown, string][] = [
     ["not an object", () => [], "catalog: the document must be an object, got an array"],
-    ["an unknown section", (d) => ({ ...d, regions: [] }), "catalog: regions is not a known field; allowed: computeFlavors, serviceInstances"],
+    ["an unknown section", (d) => ({ ...d, regions: [] }), "catalog: regions is not a known field; allowed: computeFlavors, serviceInstances, instanceConfigs, sparkConfigs"],
     ["a missing section", (d) => ({ computeFlavors: d.computeFlavors }), "catalog: serviceInstances is required"],
     [
       "a bad capacity",

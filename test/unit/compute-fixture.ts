@@ -39,6 +39,8 @@ export const testCatalog: Catalog = {
     },
     { id: "vdc-b", name: "b", clusters: [{ id: "cl-b1", name: "b1", capacity: 4, maxPoolSize: 4 }], orgNetworks: [], vAppTemplates: [] },
   ],
+  instanceConfigs: { MT: { regions: [], datahubImages: [], customImages: [] }, INF: { regions: [], datahubImages: [], customImages: [] } },
+  sparkConfigs: [],
 };
 
 export const silentLogger: Logger = pino({ level: "silent" });

@@ -12,6 +12,7 @@ import { apiServices } from "../../src/routes.js";
 const declared = [...new Set(apiServices.flatMap((s) => s.methods).filter((m) => hasOption(m, method_policy)).map((m) => getOption(m, method_policy).permission))].sort();
 
 const reads = new Set([
+  "compute.configs.list",
   "kms.cryptoKeys.get",
   "kms.cryptoKeys.list",
   "kms.cryptoKeyVersions.get",
@@ -48,6 +49,7 @@ describe("roleAllows", () => {
   it("knows the permissions the methods declare", () => {
     expect(declared).toEqual([
       "auth.tokens.create",
+      "compute.configs.list",
       "compute.nodePools.create",
       "compute.nodePools.delete",
       "compute.nodePools.get",

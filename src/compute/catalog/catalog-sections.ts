@@ -1,9 +1,10 @@
 import type { Catalog, Cluster, ComputeFlavor, OrgNetwork, ServiceInstance, VAppTemplate } from "./catalog.js";
+import { readInstanceConfigs, readSparkConfigs } from "./config-sections.js";
 import { ObjectReader, checkUnique } from "./json-reader.js";
 
 // The catalog file is one JSON object; each top-level key is a section read and checked by its own function. More
 // platform data (regions, instance types, images) becomes one more section here and one more field of Catalog.
-const sectionNames = ["computeFlavors", "serviceInstances"] as const satisfies readonly (keyof Catalog)[];
+const sectionNames = ["computeFlavors", "serviceInstances", "instanceConfigs", "sparkConfigs"] as const satisfies readonly (keyof Catalog)[];
 
 // Identifiers appear in URL paths, so they are kept to characters that need no escaping.
 const ID = { regex: /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, rule: "1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit" };
@@ -12,7 +13,13 @@ const NOT_NEGATIVE = "an integer of 0 or more";
 
 export function readCatalog(json: unknown): Catalog {
   const root = ObjectReader.at("", json, sectionNames);
-  return { computeFlavors: readComputeFlavors(root), serviceInstances: readServiceInstances(root) };
+  const instanceConfigs = readInstanceConfigs(root);
+  return {
+    computeFlavors: readComputeFlavors(root),
+    serviceInstances: readServiceInstances(root),
+    instanceConfigs,
+    sparkConfigs: readSparkConfigs(root, instanceConfigs),
+  };
 }
 
 function readComputeFlavors(root: ObjectReader): ComputeFlavor[] {

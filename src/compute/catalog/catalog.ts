@@ -49,9 +49,61 @@ export interface ServiceInstance {
   vAppTemplates: VAppTemplate[];
 }
 
+// The two kinds of cluster of the configuration calls: MT for training and Jupyter servers, INF for deployments.
+export const clusterTypes = ["MT", "INF"] as const;
+export type ClusterType = (typeof clusterTypes)[number];
+
+export interface ContainerImage {
+  name: string;
+  tags: string[];
+}
+
+// Kubernetes resources by resource name ("cpu", "memory", "nvidia.com/gpu"), quantities as written ("8Gi").
+export interface Resources {
+  limits: Record<string, string>;
+  requests: Record<string, string>;
+}
+
+export interface InstanceType {
+  key: string;
+  name: string;
+  images: ContainerImage[];
+  resource: Resources;
+}
+
+// A region of the configuration calls (ClusterConfig on the wire).
+export interface Region {
+  key: string;
+  name: string;
+  description: string;
+  nfsName: string;
+  ssh: boolean;
+  instanceTypes: InstanceType[];
+}
+
+// What ListConfigs answers for one cluster type.
+export interface InstanceConfigs {
+  regions: Region[];
+  datahubImages: ContainerImage[];
+  customImages: ContainerImage[];
+}
+
+export interface SparkConfig {
+  key: string;
+  name: string;
+  description: string;
+  // The key of a region of the catalog.
+  region: string;
+  images: ContainerImage[];
+  driver: { resource: Resources };
+  executor: { resource: Resources; instances: number; maxInstances: number };
+}
+
 export interface Catalog {
   computeFlavors: ComputeFlavor[];
   serviceInstances: ServiceInstance[];
+  instanceConfigs: Record<ClusterType, InstanceConfigs>;
+  sparkConfigs: SparkConfig[];
 }
 
 export function findServiceInstance(catalog: Catalog, id: string): ServiceInstance | undefined {

@@ -83,6 +83,34 @@ export class ObjectReader {
     return value;
   }
 
+  // A nested object field, read with its own known fields; null when it is optional and absent.
+  child(name: string, known: readonly string[], opts: { optional: boolean }): ObjectReader | null {
+    if (opts.optional && !this.has(name)) return null;
+    return ObjectReader.at(this.pathOf(name), this.required(name), known);
+  }
+
+  // An array of non-empty strings; absent means empty.
+  stringList(name: string): string[] {
+    return this.list(name, { optional: true, nonEmpty: false }).map(({ path, value }) => {
+      if (typeof value !== "string" || value === "") fail(path, `must be a non-empty string, got ${describe(value)}`);
+      return value;
+    });
+  }
+
+  // An object of string values (Kubernetes resources: {"cpu": "2"}), keys and values checked by pattern; absent
+  // means empty.
+  stringMap(name: string, key: { regex: RegExp; rule: string }, value: { regex: RegExp; rule: string }): Record<string, string> {
+    if (!this.has(name)) return {};
+    const object = ObjectReader.at(this.pathOf(name), this.fields[name], null);
+    const map: Record<string, string> = {};
+    for (const [k, v] of Object.entries(object.fields)) {
+      if (!key.regex.test(k)) fail(object.pathOf(k), `is not a valid name: must be ${key.rule}`);
+      if (typeof v !== "string" || !value.regex.test(v)) fail(object.pathOf(k), `must be ${value.rule}, got ${describe(v)}`);
+      map[k] = v;
+    }
+    return map;
+  }
+
   // The elements of an array field, each with its own path. An absent optional list is empty.
   list(name: string, opts: { optional: boolean; nonEmpty: boolean }): { path: string; value: unknown }[] {
     if (opts.optional && !this.has(name)) return [];

@@ -11,8 +11,15 @@ export function authenticationStage(authenticator: Authenticator): Stage {
     const principal = authenticator.authenticate(call.credentials, call, policy.domain);
     // A failure is counted against the caller's address before it is answered, asynchronously.
     if (typeof principal !== "string") return principal;
-    if (policy.requiresApiKey && call.credentials.apiKey === undefined) {
-      throw unauthenticated(policy.domain, "this call needs x-api-key and x-workspace-id besides Authorization");
+    // The configuration calls of the public API v2 take all three headers (CONTRACT section 6): an API key alone
+    // identifies its principal, but the document asks for the token as well.
+    if (policy.requiresApiKey) {
+      const { token, apiKey, workspaceId } = call.credentials;
+      const missing = [token === undefined ? "Authorization" : "", apiKey === undefined ? "x-api-key" : "", workspaceId === undefined ? "x-workspace-id" : ""];
+      const named = missing.filter((header) => header !== "");
+      if (named.length > 0) {
+        throw unauthenticated(policy.domain, `this call needs Authorization, x-api-key and x-workspace-id; missing: ${named.join(", ")}`);
+      }
     }
     call.principal = principal;
     return next(call);

@@ -1,0 +1,317 @@
+import { randomUUID } from "node:crypto";
+import type { JsonObject } from "@bufbuild/protobuf";
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { NodePoolService } from "../../gen/compute/cluster/v1/node_pool_pb.js";
+import { ConfigService } from "../../gen/compute/configs/v2/configs_pb.js";
+import { KeyManagerService } from "../../gen/kms/v1/kms_pb.js";
+import { adminCredentials } from "../support/credentials.js";
+import { FakeClock } from "../support/fake-clock.js";
+import { makePrincipal } from "../support/principals.js";
+import type { Principal } from "../support/principals.js";
+import { startServer } from "../support/server.js";
+import type { TestServer } from "../support/server.js";
+import { tempDir } from "../support/temp-dir.js";
+import { wireCall } from "../support/wire-call.js";
+import type { WireAnswer, WireProtocol } from "../support/wire-call.js";
+import { CLUSTER, FLAVOR, ROOMY_CLUSTER, VDC, writeTestCatalog } from "./compute-helpers.js";
+
+// Issue 10, "Must show": the documented request-rate limits (CONTRACT section 6) per credential, counted by the
+// HTTP method of each RPC's google.api.http rule on every protocol, per minute and per day at once, refused with
+// RESOURCE_EXHAUSTED / 429 and every detail and header; shared across servers through Redis.
+
+const pools = NodePoolService.method;
+const documented = { RATE_LIMIT_GET_PER_MINUTE: "100", RATE_LIMIT_GET_PER_DAY: "10000", RATE_LIMIT_POST_PER_MINUTE: "30", RATE_LIMIT_POST_PER_DAY: "1000" };
+const REDIS_URL = process.env.CLOUDPLANE_TEST_REDIS_URL ?? "redis://127.0.0.1:6379";
+
+const list = { serviceInstanceId: VDC, clusterId: CLUSTER };
+
+function rateHeaders(answer: WireAnswer): Record<string, string | undefined> {
+  return {
+    limit: answer.headers["x-ratelimit-limit"],
+    remaining: answer.headers["x-ratelimit-remaining"],
+    reset: answer.headers["x-ratelimit-reset"],
+  };
+}
+
+// The refusal, exactly, with the window's numbers (the fake clock stands still, so the window has all of its time
+// left).
+function refused(protocol: WireProtocol, method: "GET" | "POST", limits: { minute: number; day: number }, window: "minute" | "day", retrySeconds: number) {
+  const counted = method === "GET" ? "GET" : "POST, PATCH and DELETE";
+  const limit = window === "minute" ? limits.minute : limits.day;
+  return {
+    http: protocol === "rest" || protocol.startsWith("connect") ? 429 : 200,
+    code: 8,
+    message: `rate limit exceeded: at most ${limit} ${counted} calls a ${window} for this credential (${limits.minute} a minute, ${limits.day} a day); retry in ${retrySeconds} s`,
+    details: [
+      {
+        "@type": "google.rpc.ErrorInfo",
+        reason: "RATE_LIMIT_EXCEEDED",
+        domain: "compute",
+        metadata: { method, limitPerMinute: String(limits.minute), limitPerDay: String(limits.day) },
+      },
+      {
+        "@type": "google.rpc.QuotaFailure",
+        violations: [{ subject: `${method} calls per ${window}`, description: `at most ${limit} ${counted} calls a ${window} for each credential` }],
+      },
+      { "@type": "google.rpc.RetryInfo", retryDelay: `${retrySeconds}s` },
+    ],
+  };
+}
+
+// X-RateLimit-* on every answer but a native gRPC success (docs/rate-limits.md).
+function shownOnSuccess(protocol: WireProtocol, limit: number, remaining: number, reset: number): Record<string, string | undefined> {
+  if (protocol === "grpc") return { limit: undefined, remaining: undefined, reset: undefined };
+  return { limit: String(limit), remaining: String(remaining), reset: String(reset) };
+}
+
+function withoutHeaders(answer: WireAnswer): Omit<WireAnswer, "headers" | "response"> {
+  const { headers: _h, response: _r, ...rest } = answer;
+  return rest;
+}
+
+describe("with the documented limits", () => {
+  let server: TestServer;
+  let catalog: ReturnType<typeof tempDir>;
+  const clock = new FakeClock();
+  let n = 0;
+  // A principal of its own for each test: a fresh budget.
+  const caller = (): Promise<Principal> => makePrincipal(server, `caller-${++n}`, [["editor", `service-instance:${VDC}`], ["editor", "workspace:ws-1"]]);
+
+  beforeAll(async () => {
+    catalog = tempDir();
+    server = await startServer({ clock, env: { ...documented, CATALOG_FILE: writeTestCatalog(catalog.path) } });
+  });
+  afterAll(async () => {
+    await server.stop();
+    catalog.remove();
+  });
+
+  it.each(["rest", "grpc"] as const)("passes 100 GETs in a minute over %s and refuses the 101st with every detail and header", async (protocol) => {
+    const { auth } = await caller();
+    for (let i = 1; i <= 100; i++) {
+      const answer = await wireCall(server.url, protocol, pools.listNodePools, list, auth);
+      expect({ i, code: answer.code, ...rateHeaders(answer) }).toEqual({ i, code: 0, ...shownOnSuccess(protocol, 100, 100 - i, 60) });
+    }
+    const answer = await wireCall(server.url, protocol, pools.listNodePools, list, auth);
+    expect(withoutHeaders(answer)).toEqual(refused(protocol, "GET", { minute: 100, day: 10000 }, "minute", 60));
+    expect(rateHeaders(answer)).toEqual({ limit: "100", remaining: "0", reset: "60" });
+    if (protocol === "rest") expect(answer.headers["retry-after"]).toBe("60");
+    // A minute later the window is fresh.
+    clock.advance(60_000);
+    const later = await wireCall(server.url, protocol, pools.listNodePools, list, auth);
+    expect({ code: later.code, ...rateHeaders(later) }).toEqual({ code: 0, ...shownOnSuccess(protocol, 100, 99, 60) });
+  });
+
+  it.each(["rest", "grpc"] as const)("passes 30 POSTs in a minute over %s and refuses the 31st", async (protocol) => {
+    const { auth } = await caller();
+    const create = (i: number) => ({
+      serviceInstanceId: VDC,
+      clusterId: ROOMY_CLUSTER,
+      nodePoolName: `${protocol}-pool-${i}`,
+      nodeConfig: { computeFlavor: FLAVOR },
+      scalePolicy: { fixedScale: { count: 1 } },
+    });
+    for (let i = 1; i <= 30; i++) {
+      const answer = await wireCall(server.url, protocol, pools.createNodePool, create(i), auth);
+      expect({ i, code: answer.code, ...rateHeaders(answer) }).toEqual({ i, code: 0, ...shownOnSuccess(protocol, 30, 30 - i, 60) });
+    }
+    const answer = await wireCall(server.url, protocol, pools.createNodePool, create(31), auth);
+    expect(withoutHeaders(answer)).toEqual(refused(protocol, "POST", { minute: 30, day: 1000 }, "minute", 60));
+    expect(rateHeaders(answer)).toEqual({ limit: "30", remaining: "0", reset: "60" });
+    if (protocol === "rest") expect(answer.headers["retry-after"]).toBe("60");
+    // Nothing was made for the refused call.
+    const listed = await wireCall(server.url, "grpc", pools.listNodePools, { serviceInstanceId: VDC, clusterId: ROOMY_CLUSTER }, { authorization: `Bearer ${server.token}` });
+    const names = ((listed.response as { nodePools?: { name: string }[] }).nodePools ?? []).map((p) => p.name);
+    expect(names.filter((name) => name.startsWith(`${protocol}-pool-`))).toHaveLength(30);
+    expect(names).not.toContain(`${protocol}-pool-31`);
+  });
+
+  it("counts PATCH and DELETE with POST", async () => {
+    const { auth } = await caller();
+    const pool = { serviceInstanceId: VDC, nodePoolId: "no-such-pool" };
+    for (let i = 1; i <= 30; i++) {
+      // Refused by the handler (the pool does not exist), yet counted: the limit is on calls, not on successes.
+      const answer = i % 2 === 0 ? await wireCall(server.url, "rest", pools.updateNodePool, { ...pool, nodePoolName: "renamed" }, auth) : await wireCall(server.url, "rest", pools.deleteNodePool, pool, auth);
+      expect({ i, code: answer.code, ...rateHeaders(answer) }).toEqual({ i, code: 5, limit: "30", remaining: String(30 - i), reset: "60" });
+    }
+    for (const answer of [
+      await wireCall(server.url, "rest", pools.createNodePool, { serviceInstanceId: VDC, clusterId: ROOMY_CLUSTER }, auth),
+      await wireCall(server.url, "rest", pools.updateNodePool, pool, auth),
+      await wireCall(server.url, "grpc", pools.deleteNodePool, pool, auth),
+    ]) {
+      expect(answer.code).toBe(8);
+      expect(answer.details[0]).toMatchObject({ metadata: { method: "POST" } });
+    }
+    // GETs have their own budget.
+    const get = await wireCall(server.url, "rest", pools.listNodePools, list, auth);
+    expect({ code: get.code, ...rateHeaders(get) }).toEqual({ code: 0, limit: "100", remaining: "99", reset: "60" });
+  });
+
+  it("gives two credentials separate budgets, an API key of a workspace its own", async () => {
+    const a = await caller();
+    const b = await caller();
+    for (let i = 0; i < 100; i++) expect((await wireCall(server.url, "rest", pools.listNodePools, list, a.auth)).code).toBe(0);
+    expect((await wireCall(server.url, "rest", pools.listNodePools, list, a.auth)).code).toBe(8);
+    const other = await wireCall(server.url, "rest", pools.listNodePools, list, b.auth);
+    expect({ code: other.code, ...rateHeaders(other) }).toEqual({ code: 0, limit: "100", remaining: "99", reset: "60" });
+    // A's API key within its workspace is a credential of its own.
+    const apiKey = server.app.identity.createApiKey(a.name, "ws-1").text;
+    const configs = await wireCall(server.url, "grpc-web", ConfigService.method.listConfigs, { clusterType: "MT" }, { ...a.auth, "x-api-key": apiKey, "x-workspace-id": "ws-1" });
+    expect({ code: configs.code, ...rateHeaders(configs) }).toEqual({ code: 0, limit: "100", remaining: "99", reset: "60" });
+  });
+
+  it("draws a gRPC ListNodePools and a REST GET from the same GET budget", async () => {
+    const { auth } = await caller();
+    for (let i = 1; i <= 100; i++) {
+      const protocol = i % 2 === 0 ? "rest" : "grpc";
+      const answer = await wireCall(server.url, protocol, pools.listNodePools, list, auth);
+      expect({ i, code: answer.code, ...rateHeaders(answer) }).toEqual({ i, code: 0, ...shownOnSuccess(protocol, 100, 100 - i, 60) });
+    }
+    for (const protocol of ["rest", "grpc", "grpc-web", "connect-json", "connect-binary"] as const) {
+      expect(withoutHeaders(await wireCall(server.url, protocol, pools.listNodePools, list, auth))).toEqual(refused(protocol, "GET", { minute: 100, day: 10000 }, "minute", 60));
+    }
+  });
+
+  it("does not limit the key management service by default", async () => {
+    const answer = await wireCall(server.url, "grpc", KeyManagerService.method.listCryptoKeys, { parentId: "ns" }, { authorization: `Bearer ${server.token}` });
+    expect(answer.code).toBe(0);
+    expect(answer.headers["x-ratelimit-limit"]).toBeUndefined();
+  });
+});
+
+describe("the per-day limit", () => {
+  it("refuses when the day's budget is spent even in a fresh minute", async () => {
+    const clock = new FakeClock();
+    const catalog = tempDir();
+    const server = await startServer({ clock, env: { ...documented, RATE_LIMIT_GET_PER_DAY: "150", CATALOG_FILE: writeTestCatalog(catalog.path) } });
+    try {
+      const auth = { authorization: `Bearer ${server.token}` };
+      for (let i = 0; i < 100; i++) expect((await wireCall(server.url, "grpc", pools.listNodePools, list, auth)).code).toBe(0);
+      clock.advance(61_000);
+      for (let i = 1; i <= 50; i++) {
+        const answer = await wireCall(server.url, "rest", pools.listNodePools, list, auth);
+        // The day has fewer calls left than the fresh minute: its window is the one shown.
+        const dayLeft = 50 - i;
+        expect({ i, code: answer.code, ...rateHeaders(answer) }).toEqual({ i, code: 0, limit: "150", remaining: String(dayLeft), reset: String(24 * 3600 - 61) });
+      }
+      const answer = await wireCall(server.url, "rest", pools.listNodePools, list, auth);
+      expect(withoutHeaders(answer)).toEqual(refused("rest", "GET", { minute: 100, day: 150 }, "day", 24 * 3600 - 61));
+      expect(answer.headers["retry-after"]).toBe(String(24 * 3600 - 61));
+      // The next day starts afresh.
+      clock.advance(24 * 3600_000);
+      expect((await wireCall(server.url, "grpc", pools.listNodePools, list, auth)).code).toBe(0);
+    } finally {
+      await server.stop();
+      catalog.remove();
+    }
+  });
+});
+
+describe("on the virtualization API's XML surface", () => {
+  it("counts POST /api/sessions with the REST service_auth it shares ServiceAuth with, by address, and refuses in XML", async () => {
+    const server = await startServer({ env: documented });
+    try {
+      const admin = adminCredentials(server.dataDir);
+      const basic = `Basic ${Buffer.from(`${admin.client_id}@System:${admin.client_secret}`).toString("base64")}`;
+      const post = () => fetch(`${server.url}/api/sessions`, { method: "POST", headers: { authorization: basic, accept: "application/*;version=38.0" } });
+      // The test support logged in once over REST (POST /public/v2/service_auth) from the same address.
+      for (let i = 2; i <= 30; i++) {
+        const res = await post();
+        expect({ i, status: res.status, remaining: res.headers.get("x-ratelimit-remaining") }).toEqual({ i, status: 200, remaining: String(30 - i) });
+      }
+      const res = await post();
+      expect(res.status).toBe(429);
+      expect(res.headers.get("retry-after")).toBe("60");
+      expect([res.headers.get("x-ratelimit-limit"), res.headers.get("x-ratelimit-remaining")]).toEqual(["30", "0"]);
+      expect(await res.text()).toContain('majorErrorCode="429" minorErrorCode=');
+      const rest = await fetch(`${server.url}/public/v2/service_auth`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(admin) });
+      expect(rest.status).toBe(429);
+    } finally {
+      await server.stop();
+    }
+  });
+});
+
+describe("with Redis", () => {
+  const prefix = `cloudplane-test:${randomUUID()}`;
+  const redis = new Redis(REDIS_URL, { lazyConnect: true });
+
+  afterAll(async () => {
+    // The keys of this run, so that runs neither collide nor leave keys behind.
+    const keys = await redis.keys(`${prefix}*`);
+    if (keys.length > 0) await redis.del(...keys);
+    redis.disconnect();
+  });
+
+  it("holds one budget across two servers sharing Redis", async () => {
+    const data = tempDir();
+    const catalog = tempDir();
+    const env = { ...documented, REDIS_URL, RATE_LIMIT_KEY_PREFIX: prefix, CATALOG_FILE: writeTestCatalog(catalog.path) };
+    // Two servers on one store (the same principals) with a limiter each, counting in the same Redis.
+    const first = await startServer({ dataDir: data.path, env });
+    const second = await startServer({ dataDir: data.path, env });
+    try {
+      const auth = { authorization: `Bearer ${first.token}` };
+      for (let i = 1; i <= 100; i++) {
+        const server = i % 2 === 0 ? second : first;
+        const answer = await wireCall(server.url, i % 3 === 0 ? "rest" : "connect-binary", pools.listNodePools, list, auth);
+        expect({ i, code: answer.code, remaining: answer.headers["x-ratelimit-remaining"] }).toEqual({ i, code: 0, remaining: String(100 - i) });
+      }
+      for (const server of [first, second]) {
+        const answer = await wireCall(server.url, "rest", pools.listNodePools, list, auth);
+        expect(answer.code).toBe(8);
+        // Redis's clock: the window opened by the first call, some seconds ago.
+        expect(Number(answer.headers["retry-after"])).toBeGreaterThanOrEqual(1);
+        expect(Number(answer.headers["retry-after"])).toBeLessThanOrEqual(60);
+        expect(answer.details[0]).toMatchObject({ reason: "RATE_LIMIT_EXCEEDED", metadata: { method: "GET", limitPerMinute: "100" } });
+      }
+      expect((await redis.keys(`${prefix}*`)).length).toBeGreaterThan(0);
+    } finally {
+      await second.stop();
+      await first.stop();
+      data.remove();
+      catalog.remove();
+    }
+  });
+
+  it.each(["open", "closed"] as const)("fails %s when Redis is unreachable, and logs it once", async (failure) => {
+    const catalog = tempDir();
+    const server = await startServer({
+      // Node pools alone, so that the test support can still log in (ServiceAuth is a compute call too).
+      env: {
+        ...documented,
+        REDIS_URL: "redis://127.0.0.1:1",
+        RATE_LIMIT_STORE_FAILURE: failure,
+        RATE_LIMIT_SERVICES: "compute.cluster.v1.NodePoolService",
+        CATALOG_FILE: writeTestCatalog(catalog.path),
+      },
+    });
+    try {
+      const auth = { authorization: `Bearer ${server.token}` };
+      for (let i = 0; i < 5; i++) {
+        const answer = await wireCall(server.url, "rest", pools.listNodePools, list, auth);
+        if (failure === "open") {
+          expect({ code: answer.code, limit: answer.headers["x-ratelimit-limit"] }).toEqual({ code: 0, limit: undefined });
+        } else {
+          expect(withoutHeaders(answer)).toEqual({
+            http: 503,
+            code: 14,
+            message: "the rate limits cannot be checked now (their store is unreachable); retry shortly",
+            details: [
+              { "@type": "google.rpc.ErrorInfo", reason: "RATE_LIMITER_UNAVAILABLE", domain: "compute" },
+              { "@type": "google.rpc.RetryInfo", retryDelay: "5s" },
+            ],
+          });
+          expect(answer.headers["retry-after"]).toBe("5");
+        }
+      }
+      const lines = server.logs().split("\n").filter((line) => line.includes("Redis is unreachable"));
+      expect(lines).toHaveLength(1);
+      expect((JSON.parse(lines[0]!) as JsonObject).level).toBe(50);
+    } finally {
+      await server.stop();
+      catalog.remove();
+    }
+  });
+});
