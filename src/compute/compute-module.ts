@@ -2,15 +2,14 @@ import { randomUUID } from "node:crypto";
 import { createRegistry } from "@bufbuild/protobuf";
 import type { Registry } from "@bufbuild/protobuf";
 import type { ServiceHandlers } from "../pipeline/handlers.js";
-import type Database from "better-sqlite3";
 import type { Logger } from "pino";
 import { file_compute_cluster_v1_node_pool } from "../../gen/compute/cluster/v1/node_pool_pb.js";
 import type { NodePoolService } from "../../gen/compute/cluster/v1/node_pool_pb.js";
 import type { TaskService } from "../../gen/compute/cluster/v1/task_pb.js";
 import { file_google_rpc_error_details } from "../../gen/google/rpc/error_details_pb.js";
 import type { Clock } from "../shared/clock.js";
-import { SqliteComputeStore } from "../storage/sqlite/sqlite-compute-store.js";
-import { SqliteNodeLedger } from "../storage/sqlite/sqlite-node-ledger.js";
+import type { ComputeStore } from "../storage/compute-store.js";
+import type { NodeLedger } from "../storage/node-ledger.js";
 import type { Catalog } from "./catalog/catalog.js";
 import { NodePoolManager } from "./node-pools/node-pool-manager.js";
 import { createNodePoolService } from "./node-pools/node-pool-service.js";
@@ -27,7 +26,9 @@ import { TaskWorker } from "./tasks/task-worker.js";
 export const computeJsonRegistry: Registry = createRegistry(file_compute_cluster_v1_node_pool, file_google_rpc_error_details);
 
 export interface ComputeModuleDeps {
-  db: Database.Database;
+  store: ComputeStore;
+  // The simulated provider's inventory.
+  ledger: NodeLedger;
   clock: Clock;
   logger: Logger;
   catalog: Catalog;
@@ -42,6 +43,10 @@ export interface ComputeModule {
   taskService: ServiceHandlers<typeof TaskService>;
   // Starts the worker, which first resumes the tasks left unfinished by an earlier run.
   start(): void;
+  // Another server stored a task: look for work now rather than at the next heartbeat.
+  kick(): void;
+  // Another server finished a task: wake its waiters here.
+  taskFinished(taskId: string): void;
   // Answers every WaitTask at once, stops taking tasks, and waits for the running ones to reach a safe point;
   // they are resumed by the next start. Call it before closing the database.
   stop(): Promise<void>;
@@ -54,8 +59,8 @@ const LEASE_MS = 5000;
 
 export function createComputeModule(deps: ComputeModuleDeps): ComputeModule {
   const logger = deps.logger.child({ component: "compute" });
-  const store = new SqliteComputeStore(deps.db);
-  const provider = new SimulatedProvider(new SqliteNodeLedger(deps.db), deps.catalog, { delayPerNodeMs: deps.providerDelayMs });
+  const store = deps.store;
+  const provider = new SimulatedProvider(deps.ledger, deps.catalog, { delayPerNodeMs: deps.providerDelayMs });
   const notifier = new TaskNotifier();
   const runner = new NodePoolTaskRunner(store, provider, deps.clock, logger);
   const worker = new TaskWorker(
@@ -73,6 +78,8 @@ export function createComputeModule(deps: ComputeModuleDeps): ComputeModule {
     nodePoolService: createNodePoolService(manager),
     taskService: createTaskService(new TaskManager(store, deps.catalog, notifier)),
     start: () => worker.start(),
+    kick: () => worker.kick(),
+    taskFinished: (taskId) => notifier.notify(taskId),
     async stop() {
       notifier.close();
       await worker.stop();

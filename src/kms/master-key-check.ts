@@ -29,15 +29,15 @@ export type MasterKeyVerdict =
   | { kind: "nothing-to-check" };
 
 // Reads only; never throws for a wrong key.
-export function judgeMasterKey(key: MasterKey, store: MasterKeyStore): MasterKeyVerdict {
-  const recorded = store.readMasterKeyCheck();
+export async function judgeMasterKey(key: MasterKey, store: MasterKeyStore): Promise<MasterKeyVerdict> {
+  const recorded = await store.readMasterKeyCheck();
   if (recorded !== null) {
     if (recorded.scheme !== CHECK_SCHEME) throw new Error(`the stored master key check value has an unknown scheme "${recorded.scheme}"`);
     const mine = masterKeyCheck(key).checkValue;
     const same = recorded.checkValue.length === mine.length && timingSafeEqual(recorded.checkValue, mine);
     return same ? { kind: "matches" } : { kind: "mismatch", storedKeyId: recorded.keyId };
   }
-  const sample = store.anyWrappedMaterial();
+  const sample = await store.anyWrappedMaterial();
   if (sample === null) return { kind: "nothing-to-check" };
   try {
     key.unwrap(sample.wrappedMaterial, sample.keyId, sample.versionId).fill(0);
@@ -74,14 +74,14 @@ export function mismatchMessage(origin: string, dataDir: string, key: MasterKey,
 // Start-up: refuses a key the store was not written with, and records the check value when the store has none yet
 // (a new store, or one from before check values once the key has unwrapped a stored material). Returns the
 // verdict, for the log.
-export function requireMatchingMasterKey(
+export async function requireMatchingMasterKey(
   key: MasterKey,
   store: MasterKeyStore,
   where: { origin: string; dataDir: string },
   now: number,
-): MasterKeyVerdict {
-  const verdict = judgeMasterKey(key, store);
+): Promise<MasterKeyVerdict> {
+  const verdict = await judgeMasterKey(key, store);
   if (isRefusal(verdict)) throw new MasterKeyMismatchError(mismatchMessage(where.origin, where.dataDir, key, verdict));
-  if (verdict.kind !== "matches") store.recordMasterKeyCheck(masterKeyCheck(key), now);
+  if (verdict.kind !== "matches") await store.recordMasterKeyCheck(masterKeyCheck(key), now);
   return verdict;
 }

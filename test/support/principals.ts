@@ -24,7 +24,7 @@ export interface Principal {
 // A service account with grants of [role, scope] (scope as the operator command writes it: "kms-namespace:ns-a"),
 // made through the server's own IdentityAdmin (so it applies at once), logged in over POST /public/v2/service_auth.
 export async function makePrincipal(server: TestServer, name: string, grants: [string, string][]): Promise<Principal> {
-  const created = server.app.identity.createServiceAccount(name, grants);
+  const created = await server.app.identity.createServiceAccount(name, grants);
   const token = await fetchToken(server.url, created.clientId, created.clientSecret);
   return { id: created.account.id, name, clientId: created.clientId, clientSecret: created.clientSecret, token, auth: { authorization: `Bearer ${token}` } };
 }

@@ -56,13 +56,13 @@ export async function startServer(
       callback();
     },
   });
-  const app = build(config, createLogger(config.logLevel, sink), { clock: opts.clock, extraStages: opts.stages });
+  const app = await build(config, createLogger(config.logLevel, sink), { clock: opts.clock, extraStages: opts.stages });
   const port = await app.listen();
   const url = `${config.tlsCertFile === "" ? "http" : "https"}://127.0.0.1:${port}`;
   return {
     url,
     token: await loginAsAdmin(url, dataDir),
-    adminId: app.identity.listServiceAccounts().find((a) => a.name === "admin")!.id,
+    adminId: (await app.identity.listServiceAccounts()).find((a) => a.name === "admin")!.id,
     port,
     dataDir,
     app,

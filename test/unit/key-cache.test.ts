@@ -170,7 +170,7 @@ describe("KeyCache: key reads after each mutation", () => {
     const { key } = await newKey();
     const sealed = await manager.encrypt(key.id, 1, Buffer.from("x"), NO_AAD);
     const next = randomBytes(32);
-    rewrapMasterKey({ store, dataDir: dir.path, current: { key: master, origin: "MASTER_KEY", ownFile: null }, next, nextOrigin: "next", now: clock.now(), report: () => {} });
+    await rewrapMasterKey({ store, dataDir: dir.path, current: { key: master, origin: "MASTER_KEY", ownFile: null }, next, nextOrigin: "next", now: clock.now(), report: () => {} });
     const before = cachedReads(manager, key.id);
     master = new MasterKey(next);
     expect(await storedReads(key.id)).toEqual(before);

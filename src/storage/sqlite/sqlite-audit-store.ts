@@ -1,17 +1,8 @@
 import type Database from "better-sqlite3";
 import type { AuditFilter, AuditRecord } from "../../identity/identity-model.js";
 import type { AuditStore } from "../identity-store.js";
-
-interface AuditRow {
-  at: number;
-  principal: string;
-  method: string;
-  protocol: string;
-  scope: string;
-  resource: string;
-  code: number;
-  request_id: string;
-}
+import { auditFromRow, auditParams } from "../rows.js";
+import type { AuditRow } from "../rows.js";
 
 // The audit trail in the embedded database, through a connection of its own with synchronous=NORMAL: a batch is
 // in the write-ahead log when append returns, so it survives a crash of the server (kill -9), and it reaches the
@@ -23,18 +14,18 @@ export class SqliteAuditStore implements AuditStore {
 
   constructor(private readonly db: Database.Database) {
     this.insert = db.prepare(
-      "INSERT INTO audit_records (at, principal, method, protocol, scope, resource, code, request_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+      "INSERT INTO audit_records (at, principal, method, protocol, scope, resource, code, request_id) VALUES (@at, @principal, @method, @protocol, @scope, @resource, @code, @request_id)",
     );
     this.insertAll = db.transaction((records: readonly AuditRecord[]) => {
-      for (const r of records) this.insert.run(r.at, r.principal, r.method, r.protocol, r.scope, r.resource, r.code, r.requestId);
+      for (const r of records) this.insert.run(auditParams(r));
     });
   }
 
-  append(records: readonly AuditRecord[]): void {
+  async append(records: readonly AuditRecord[]): Promise<void> {
     this.insertAll(records);
   }
 
-  query(filter: AuditFilter): AuditRecord[] {
+  async query(filter: AuditFilter): Promise<AuditRecord[]> {
     const where: string[] = [];
     const params: (string | number)[] = [];
     if (filter.since !== undefined) {
@@ -56,15 +47,6 @@ export class SqliteAuditStore implements AuditStore {
     }
     const sql = `SELECT * FROM audit_records ${where.length > 0 ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY seq LIMIT ?`;
     params.push(filter.limit);
-    return (this.db.prepare(sql).all(...params) as AuditRow[]).map((r) => ({
-      at: r.at,
-      principal: r.principal,
-      method: r.method,
-      protocol: r.protocol,
-      scope: r.scope,
-      resource: r.resource,
-      code: r.code,
-      requestId: r.request_id,
-    }));
+    return (this.db.prepare(sql).all(...params) as AuditRow[]).map(auditFromRow);
   }
 }
