@@ -16,7 +16,7 @@ export class PostgresComputeStore implements ComputeStore {
   constructor(private readonly pool: pg.Pool) {}
 
   private async assertNameFree(client: pg.PoolClient, clusterId: string, name: string, poolId: string): Promise<void> {
-    await lockName(client, lockKinds.poolName, `${clusterId}\u0000${name}`);
+    await lockName(client, lockKinds.poolName, JSON.stringify([clusterId, name]));
     const holder = await first<{ id: string }>(
       client,
       "SELECT id FROM compute_node_pools WHERE cluster_id = $1 AND id <> $2 AND (name = $3 OR pending_name = $3) LIMIT 1",

@@ -23,7 +23,7 @@ export class PostgresKmsStore implements KmsStore, MasterKeyStore {
 
   private async assertNameFree(client: pg.PoolClient, key: CryptoKeyRecord, now: number): Promise<void> {
     if (key.name === "") return;
-    await lockName(client, lockKinds.kmsName, `${key.parentId}\u0000${key.name}`);
+    await lockName(client, lockKinds.kmsName, JSON.stringify([key.parentId, key.name]));
     const holder = await first<{ id: string }>(
       client,
       "SELECT id FROM kms_keys WHERE parent_id = $1 AND name = $2 AND id <> $3 AND (gone_at IS NULL OR gone_at > $4) LIMIT 1",
