@@ -1,3 +1,4 @@
+import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import type { Logger } from "pino";
 import { writeFileAtomically } from "../shared/durable-file.js";
@@ -18,6 +19,8 @@ export async function bootstrapAdmin(admin: IdentityAdmin, dataDir: string, logg
     return;
   }
   const prepared = await admin.prepareServiceAccount("admin");
+  // With PostgreSQL nothing else needs the data directory, so it may not exist yet.
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   // Exactly the body of POST /public/v2/service_auth, so that `curl -d @admin-credentials.json` gets a token.
   const credentials = { client_id: prepared.clientId, client_secret: prepared.clientSecret };
   writeFileAtomically(path, `${JSON.stringify(credentials, null, 2)}\n`);
