@@ -19,6 +19,8 @@ export interface FeedTiming {
 // Together these bound how stale a cached key can be (docs/storage.md): 700 + 100 ms.
 export const defaultFeedTiming: FeedTiming = { heartbeatMs: 200, staleAfterMs: 700, watchdogMs: 100, reconnectMs: 500 };
 
+const START_TIMEOUT_MS = 10_000;
+
 // Other servers' changes, from PostgreSQL's LISTEN/NOTIFY on one connection of its own. Every store announces its
 // changes in the transaction that makes them (sql.ts `announce`), and PostgreSQL delivers notifications to a
 // listener in commit order. So when a heartbeat this server sent through the database at time s comes back, every
@@ -44,15 +46,30 @@ export class ChangeFeed {
     private readonly timing: FeedTiming = defaultFeedTiming,
   ) {}
 
-  // Resolves once the feed is live (a first heartbeat came back); rejects when the database cannot be reached.
+  // Resolves once the feed is live (a first heartbeat came back); rejects when the database cannot be reached or
+  // delivers no notification within START_TIMEOUT_MS (a connection pooler in transaction mode drops LISTEN).
   async start(): Promise<void> {
-    const live = new Promise<void>((resolve) => (this.firstHeartbeat = resolve));
-    await this.connect();
-    this.timers.push(setInterval(() => this.beat(), this.timing.heartbeatMs));
-    this.timers.push(setInterval(() => this.judge(), this.timing.watchdogMs));
-    for (const t of this.timers) t.unref();
-    this.beat();
-    await live;
+    let timeout: NodeJS.Timeout | undefined;
+    const live = new Promise<void>((resolve, reject) => {
+      this.firstHeartbeat = resolve;
+      timeout = setTimeout(
+        () => reject(new Error(`no notification came back from PostgreSQL within ${START_TIMEOUT_MS} ms: LISTEN/NOTIFY must reach the server directly`)),
+        START_TIMEOUT_MS,
+      );
+    });
+    try {
+      await this.connect();
+      this.timers.push(setInterval(() => this.beat(), this.timing.heartbeatMs));
+      this.timers.push(setInterval(() => this.judge(), this.timing.watchdogMs));
+      for (const t of this.timers) t.unref();
+      this.beat();
+      await live;
+    } catch (err) {
+      await this.stop();
+      throw err;
+    } finally {
+      clearTimeout(timeout);
+    }
   }
 
   private async connect(): Promise<void> {
