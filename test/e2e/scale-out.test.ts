@@ -24,21 +24,22 @@ describe.skipIf(!pgUp)("three servers on one PostgreSQL database", () => {
   let b: SpawnedServer;
   let c: SpawnedServer;
   const all = (): SpawnedServer[] => [a, b, c];
+  const dataDir = `${dir.path}/data`;
+  let env: Record<string, string>;
 
   beforeAll(async () => {
     db = await createDatabase();
-    const env = {
+    env = {
       DATABASE_URL: db.url,
       CATALOG_FILE: writeTestCatalog(dir.path),
       PROVIDER_DELAY_MS: String(NODE_DELAY_MS),
       TASK_CONCURRENCY: String(TASK_CONCURRENCY),
       LOG_LEVEL: "info",
     };
-    // One data directory for the three: the admin's credentials file the first server writes is read by the
-    // helpers for every server. The state itself is in the database.
-    const dataDir = `${dir.path}/data`;
-    a = await spawnServer({ dataDir, env });
-    [b, c] = await Promise.all([spawnServer({ dataDir, env }), spawnServer({ dataDir, env })]);
+    // One data directory for the three: the admin's credentials file the server that bootstraps writes is read by
+    // the helpers for every server. The state itself is in the database. Started at once on an empty database: one
+    // migrates and creates the admin account under the start-up lock, the others find them.
+    [a, b, c] = await Promise.all([spawnServer({ dataDir, env }), spawnServer({ dataDir, env }), spawnServer({ dataDir, env })]);
   }, 60_000);
 
   afterAll(async () => {
@@ -54,6 +55,18 @@ describe.skipIf(!pgUp)("three servers on one PostgreSQL database", () => {
   async function encrypt(server: SpawnedServer, keyId: string, version: number): Promise<{ status: number; json: JsonObject }> {
     return call(server, "POST", "/v1/encrypt", { keyId, keyVersionId: version, plaintext: Buffer.from("across servers").toString("base64") });
   }
+
+  it("started at once, made one admin account", async () => {
+    const accounts = await storeRows<{ name: string }>({ dataDir: "", databaseUrl: db.url }, "SELECT name FROM identity_service_accounts");
+    expect(accounts).toEqual([{ name: "admin" }]);
+    expect(all().map((s) => s.logs()).filter((l) => l.includes("created the admin service account")).length).toBe(1);
+  });
+
+  it("refuses to start a server with another master key than the database was written with", async () => {
+    await expect(spawnServer({ dataDir: `${dir.path}/other`, env: { ...env, MASTER_KEY: Buffer.alloc(32, 9).toString("base64") } })).rejects.toThrow(
+      /cloudplane failed to start: the master key from MASTER_KEY \(key id [0-9a-f]{16}\) does not match the one the data directory/,
+    );
+  });
 
   it("uses on the other servers a key created on one", async () => {
     const created = await call(a, "POST", "/v1/keys", { parentId: "shared", name: "made-on-a" });
