@@ -126,4 +126,30 @@ describe("Authenticator", () => {
     expect((await refusal(() => auth.authenticate(credentials({ token: t.text }), caller, "kms"))).message).toContain("revoked");
     expect((await refusal(() => auth.issueToken(t.clientId, t.secret, other.peerAddress, "compute"))).detail.code).toBe("unauthenticated");
   });
+
+  it("answers a cached credential synchronously, reads an unknown one from the store, and does not cache a read that a clear() overtook", async () => {
+    const t = await token();
+    const first = auth.authenticate(credentials({ token: t.text }), caller, "kms");
+    expect(first).toBeInstanceOf(Promise);
+    expect(await first).toBe(t.principal);
+    expect(auth.authenticate(credentials({ token: t.text }), caller, "kms")).toBe(t.principal);
+
+    // A revocation lands while a read of the token is in flight: the read saw the token live and answers this call
+    // with it, but must not be cached over the revocation.
+    auth.clear();
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const check = store.accessTokenCheck.bind(store);
+    store.accessTokenCheck = async (id) => {
+      const found = await check(id);
+      await held;
+      return found;
+    };
+    const inFlight = auth.authenticate(credentials({ token: t.text }), caller, "kms");
+    await admin.revokeTokens("app");
+    release();
+    expect(await inFlight).toBe(t.principal);
+    store.accessTokenCheck = check;
+    expect((await refusal(() => auth.authenticate(credentials({ token: t.text }), caller, "kms"))).message).toContain("revoked");
+  });
 });

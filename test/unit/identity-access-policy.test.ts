@@ -118,6 +118,21 @@ describe("AccessPolicy's cache", () => {
     expect(store.reads).toBe(2);
   });
 
+  it("answers cached grants synchronously, and does not cache a read that a clear() overtook", async () => {
+    const store = new GrantStore();
+    store.give("p", "viewer", "kms-namespace:a");
+    const policy = policyOver(store);
+    const inFlight = policy.grantsOf("p");
+    expect(inFlight).toBeInstanceOf(Promise);
+    policy.clear();
+    store.grants.clear();
+    expect((await inFlight).length).toBe(1);
+    // The read that started before clear() was not cached: the store is read again.
+    expect(await decideFor(policy, "p", "kms.cryptoKeys.get", ns("a"))).toBe("hidden");
+    expect(store.reads).toBe(2);
+    expect(Array.isArray(policy.grantsOf("p"))).toBe(true);
+  });
+
   it("caches a principal without grants too (hidden everywhere), until clear()", async () => {
     const store = new GrantStore();
     const policy = policyOver(store);
