@@ -15,6 +15,8 @@ export interface MasterKeySettings {
   masterKey: string;
   masterKeyFile: string;
   dataDir: string;
+  // Set when the store is PostgreSQL (for messages).
+  databaseUrl?: string;
 }
 
 // The log lines of these rules; the server passes its logger, the re-wrap command prints them.
@@ -115,7 +117,7 @@ async function settleStagedKey(dataDir: string, store: MasterKeyStore, notices: 
 // refuses a key the data was not written with, before anything listens).
 export async function loadMasterKey(opts: MasterKeySettings, store: MasterKeyStore, notices: MasterKeyNotices): Promise<MasterKey> {
   const resolved = await resolveMasterKey(opts, store, notices);
-  const verdict = await requireMatchingMasterKey(resolved.key, store, { origin: resolved.origin, dataDir: opts.dataDir }, Date.now());
+  const verdict = await requireMatchingMasterKey(resolved.key, store, { origin: resolved.origin, dataDir: opts.dataDir, database: (opts.databaseUrl ?? "") !== "" }, Date.now());
   if (verdict.kind === "unwraps") {
     notices.info(
       { keyId: masterKeyCheck(resolved.key).keyId },

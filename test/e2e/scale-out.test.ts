@@ -64,7 +64,7 @@ describe.skipIf(!pgUp)("three servers on one PostgreSQL database", () => {
 
   it("refuses to start a server with another master key than the database was written with", async () => {
     await expect(spawnServer({ dataDir: `${dir.path}/other`, env: { ...env, MASTER_KEY: Buffer.alloc(32, 9).toString("base64") } })).rejects.toThrow(
-      /cloudplane failed to start: the master key from MASTER_KEY \(key id [0-9a-f]{16}\) does not match the one the data directory/,
+      /cloudplane failed to start: the master key from MASTER_KEY \(key id [0-9a-f]{16}\) does not match the one the database of DATABASE_URL was written with .*; nothing was changed\. Start every server with the master key the database was written with/,
     );
   });
 
