@@ -1,9 +1,14 @@
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { randomBytes } from "node:crypto";
+import { KeyCache } from "../../src/kms/key-cache.js";
+import { KeyManager } from "../../src/kms/key-manager.js";
+import { MasterKey } from "../../src/kms/master-key.js";
 import type { KeyAggregate } from "../../src/kms/model.js";
 import { createLogger } from "../../src/logger.js";
 import { openPostgresStorage } from "../../src/storage/postgres/postgres-storage.js";
 import type { ChangeListener, Storage } from "../../src/storage/storage.js";
+import { FakeClock } from "../support/fake-clock.js";
 import { createDatabase, postgresAvailable } from "../support/postgres.js";
 import type { TestDatabase } from "../support/postgres.js";
 
@@ -178,6 +183,27 @@ describe.skipIf(!pgUp)("several servers on one PostgreSQL database", () => {
     );
     const all = claimed.flat().sort();
     expect(all).toEqual(Array.from({ length: 30 }, (_, i) => `tq${i}`).sort());
+  });
+
+  it("rotates a due key and erases a due version once, whichever of the three servers' sweepers find them at once", async () => {
+    const clock = new FakeClock();
+    const master = new MasterKey(randomBytes(32));
+    const managers = servers.map((s) => new KeyManager(s.kms, new KeyCache(master, 100), master, clock, { destroyGraceMs: 1000 }));
+    const rotating = await managers[0]!.createKey({ parentId: "sweep", name: "", description: "", labels: [], rotationPeriodMs: 60_000, defaultAlgorithm: "AES_256", owner: "p" });
+    const destroying = await managers[0]!.createKey({ parentId: "sweep", name: "", description: "", labels: [], rotationPeriodMs: null, defaultAlgorithm: "AES_256", owner: "p" });
+    await managers[1]!.createVersion(destroying.key.id, null);
+    await managers[1]!.setPrimary(destroying.key.id, 2);
+    await managers[2]!.transition(destroying.key.id, 1, "destroy");
+    clock.advance(60_000);
+    await Promise.all(managers.map((m) => Promise.all([m.rotateDue(), m.sweepDestroyed()])));
+    const rotated = (await servers[0]!.kms.getKey(rotating.key.id))!;
+    expect(rotated.versions.map((v) => v.id)).toEqual([1, 2]);
+    expect(rotated.key).toMatchObject({ primaryVersionId: 2, nextRotationAt: rotating.key.createdAt + 120_000 });
+    const swept = (await servers[0]!.kms.getKey(destroying.key.id))!;
+    expect(swept.versions.map((v) => [v.id, v.state, v.wrappedMaterial === null])).toEqual([
+      [1, "DESTROYED", true],
+      [2, "ENABLED", false],
+    ]);
   });
 
   it("a server whose listening connection is cut stops trusting its cache within a second, and trusts it again once back", async () => {
