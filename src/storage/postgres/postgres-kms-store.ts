@@ -6,9 +6,34 @@ import type { KeyMutation, KeyPage, KmsStore, MasterKeyCheckRecord, MasterKeySto
 import { keyFromRow, keyParams, masterKeyCheckFromRow, masterKeyCheckParams, versionFromRow, versionParams, wrappedFromRow } from "../rows.js";
 import type { KeyRow, MasterKeyRow, VersionRow, WrappedRow } from "../rows.js";
 import { announce, changeOf, first, insert, lockKinds, lockName, rows, transaction } from "./sql.js";
-import type { Queryable } from "./sql.js";
 
 const REWRAP_PAGE = 500;
+
+// A version's columns beside its key's in one row of a join, prefixed so that they do not collide.
+const PREFIXED_VERSION_COLUMNS = `v.key_id AS p_key_id, v.id AS p_id, v.state AS p_state, v.algorithm AS p_algorithm,
+  v.created_at AS p_created_at, v.destroy_at AS p_destroy_at, v.wrapped_material AS p_wrapped_material`;
+
+interface PrefixedVersion {
+  p_key_id: string | null;
+  p_id: number;
+  p_state: string;
+  p_algorithm: string;
+  p_created_at: number;
+  p_destroy_at: number | null;
+  p_wrapped_material: Buffer | null;
+}
+
+function unprefixed(r: PrefixedVersion): VersionRow {
+  return {
+    key_id: r.p_key_id!,
+    id: r.p_id,
+    state: r.p_state,
+    algorithm: r.p_algorithm,
+    created_at: r.p_created_at,
+    destroy_at: r.p_destroy_at,
+    wrapped_material: r.p_wrapped_material,
+  };
+}
 
 const UPSERT_VERSION_SUFFIX = `ON CONFLICT (key_id, id) DO UPDATE SET state = excluded.state, destroy_at = excluded.destroy_at,
   wrapped_material = excluded.wrapped_material`;
@@ -39,10 +64,12 @@ export class PostgresKmsStore implements KmsStore, MasterKeyStore {
     }
   }
 
-  private async readAggregate(db: Queryable, keyId: string, lock: boolean): Promise<KeyAggregate | null> {
-    const row = await first<KeyRow>(db, `SELECT * FROM kms_keys WHERE id = $1${lock ? " FOR UPDATE" : ""}`, [keyId]);
+  // Locks the key's row, then reads its versions in a statement of its own: in READ COMMITTED a statement that waited
+  // for the lock would not see the versions the transaction it waited for inserted, a later statement does.
+  private async lockAggregate(client: pg.PoolClient, keyId: string): Promise<KeyAggregate | null> {
+    const row = await first<KeyRow>(client, "SELECT * FROM kms_keys WHERE id = $1 FOR UPDATE", [keyId]);
     if (row === null) return null;
-    const versions = (await rows<VersionRow>(db, "SELECT * FROM kms_versions WHERE key_id = $1 ORDER BY id", [keyId])).map(versionFromRow);
+    const versions = (await rows<VersionRow>(client, "SELECT * FROM kms_versions WHERE key_id = $1 ORDER BY id", [keyId])).map(versionFromRow);
     return { key: keyFromRow(row), versions };
   }
 
@@ -63,43 +90,33 @@ export class PostgresKmsStore implements KmsStore, MasterKeyStore {
   }
 
   async getKey(keyId: string): Promise<KeyAggregate | null> {
-    // One snapshot for the key and its versions: a concurrent mutation is seen whole or not at all.
-    return transaction(this.pool, async (client) => {
-      await client.query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY");
-      return this.readAggregate(client, keyId, false);
-    });
+    // One statement, so one snapshot for the key and its versions (a concurrent mutation is seen whole or not at
+    // all) in one round trip: this is what every server reads after another server changed the key.
+    const found = await rows<KeyRow & PrefixedVersion>(
+      this.pool,
+      `SELECT k.*, ${PREFIXED_VERSION_COLUMNS} FROM kms_keys k LEFT JOIN kms_versions v ON v.key_id = k.id WHERE k.id = $1 ORDER BY v.id`,
+      [keyId],
+    );
+    const first = found[0];
+    if (first === undefined) return null;
+    return { key: keyFromRow(first), versions: found.flatMap((r) => (r.p_key_id === null ? [] : [versionFromRow(unprefixed(r))])) };
   }
 
   async listKeys(parentId: string, now: number, page: KeyPage) {
-    const found = await rows<KeyRow & { p_key_id: string | null } & Record<`p_${string}`, unknown>>(
+    const found = await rows<KeyRow & PrefixedVersion>(
       this.pool,
-      `SELECT k.*, v.key_id AS p_key_id, v.id AS p_id, v.state AS p_state, v.algorithm AS p_algorithm,
-         v.created_at AS p_created_at, v.destroy_at AS p_destroy_at, v.wrapped_material AS p_wrapped_material
+      `SELECT k.*, ${PREFIXED_VERSION_COLUMNS}
        FROM kms_keys k LEFT JOIN kms_versions v ON v.key_id = k.id AND v.id = k.primary_version_id
        WHERE k.parent_id = $1 AND (k.gone_at IS NULL OR k.gone_at > $2)
        ORDER BY k.created_at, k.id LIMIT $3 OFFSET $4`,
       [parentId, now, page.limit, page.offset],
     );
-    return found.map((r) => ({
-      key: keyFromRow(r),
-      primary:
-        r.p_key_id === null
-          ? null
-          : versionFromRow({
-              key_id: r.p_key_id,
-              id: r.p_id as number,
-              state: r.p_state as string,
-              algorithm: r.p_algorithm as string,
-              created_at: r.p_created_at as number,
-              destroy_at: r.p_destroy_at as number | null,
-              wrapped_material: r.p_wrapped_material as Buffer | null,
-            }),
-    }));
+    return found.map((r) => ({ key: keyFromRow(r), primary: r.p_key_id === null ? null : versionFromRow(unprefixed(r)) }));
   }
 
   async mutateKey<T>(keyId: string, now: number, decide: (current: KeyAggregate) => KeyMutation<T>) {
     return transaction(this.pool, async (client) => {
-      const current = await this.readAggregate(client, keyId, true);
+      const current = await this.lockAggregate(client, keyId);
       if (current === null) return null;
       const mutation = decide(current);
       if (mutation.key.name !== current.key.name) await this.assertNameFree(client, mutation.key, now);
