@@ -34,6 +34,8 @@ describe.skipIf(!pgUp)("three servers on one PostgreSQL database", () => {
       CATALOG_FILE: writeTestCatalog(dir.path),
       PROVIDER_DELAY_MS: String(NODE_DELAY_MS),
       TASK_CONCURRENCY: String(TASK_CONCURRENCY),
+      // Well within max_connections (100 by default) while other test files use the same PostgreSQL.
+      DATABASE_POOL_SIZE: "5",
       LOG_LEVEL: "info",
     };
     // One data directory for the three: the admin's credentials file the server that bootstraps writes is read by
