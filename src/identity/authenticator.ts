@@ -23,8 +23,8 @@ interface KnownCredential {
 
 type CredentialKind = "access-token" | "api-key";
 
-// Credentials read from the store for one call, by id; null for an id the store does not hold.
-type Loaded = Map<string, KnownCredential | null>;
+// Credentials read from the store for one call: null for one the store does not hold, undefined when not read.
+type Loaded = Record<CredentialKind, KnownCredential | null | undefined>;
 
 export interface IssuedToken {
   text: string;
@@ -113,20 +113,21 @@ export class Authenticator {
     return principal;
   }
 
-  // Reads the presented credentials that are not cached from the store; null when there are none to read.
+  // Reads the presented credentials that are not cached from the store; null (allocating nothing, as on every call
+  // with known credentials) when there are none to read.
   private loadUnknown(credentials: Credentials): Promise<Loaded> | null {
-    const wanted: [CredentialKind, string][] = [];
-    for (const [kind, text] of [["access-token", credentials.token], ["api-key", credentials.apiKey]] as const) {
-      if (text === undefined) continue;
-      const id = idOf(kind, text);
-      if (id !== null && !this.known[kind].has(id)) wanted.push([kind, id]);
-    }
-    if (wanted.length === 0) return null;
-    return Promise.all(wanted.map(([kind, id]) => this.load(kind, id))).then((found) => {
-      const loaded: Loaded = new Map();
-      wanted.forEach(([, id], i) => loaded.set(id, found[i]!));
-      return loaded;
-    });
+    const tokenId = this.unknownId("access-token", credentials.token);
+    const keyId = this.unknownId("api-key", credentials.apiKey);
+    if (tokenId === null && keyId === null) return null;
+    return Promise.all([tokenId === null ? undefined : this.load("access-token", tokenId), keyId === null ? undefined : this.load("api-key", keyId)]).then(
+      ([token, key]) => ({ "access-token": token, "api-key": key }),
+    );
+  }
+
+  private unknownId(kind: CredentialKind, presented: string | undefined): string | null {
+    if (presented === undefined) return null;
+    const id = idOf(kind, presented);
+    return id !== null && !this.known[kind].has(id) ? id : null;
   }
 
   // Exchanges a service account's client id and secret for a new access token. A client id that failed too often is
@@ -161,7 +162,7 @@ export class Authenticator {
   private check(kind: CredentialKind, presented: string, loaded: Loaded | null): KnownCredential | string {
     const id = idOf(kind, presented);
     if (id === null) return "is not one the server issued";
-    const credential = this.known[kind].get(id) ?? loaded?.get(id) ?? null;
+    const credential = this.known[kind].get(id) ?? loaded?.[kind] ?? null;
     if (credential === null || !secretMatches(presented, credential.hash)) return "is not valid";
     if (credential.revoked) return "has been revoked";
     if (credential.expiresAt !== null && credential.expiresAt <= this.clock.now()) {
