@@ -1,22 +1,27 @@
 import type { Authenticator } from "../../identity/authenticator.js";
 import { unauthenticated } from "../../identity/identity-errors.js";
-import type { Outcome, Stage } from "../stage.js";
+import type { Call } from "../call.js";
+import type { Next, Outcome, Stage } from "../stage.js";
 
 // Establishes who the caller is from the credentials the credentials stage read; refuses a caller who is not
 // authenticated (UNAUTHENTICATED), except on the public methods (health, reflection, obtaining a token).
 export function authenticationStage(authenticator: Authenticator): Stage {
+  function admit(call: Call, principal: string, next: Next): Outcome {
+    const policy = call.entry.policy;
+    if (policy.requiresApiKey && call.credentials.apiKey === undefined) {
+      throw unauthenticated(policy.domain, "this call needs x-api-key and x-workspace-id besides Authorization");
+    }
+    call.principal = principal;
+    return next(call);
+  }
+
   return (call, next) => {
     const policy = call.entry.policy;
     if (policy.public) return next(call);
     const principal = authenticator.authenticate(call.credentials, call, policy.domain);
-    const proceed = (id: string): Outcome => {
-      if (policy.requiresApiKey && call.credentials.apiKey === undefined) {
-        throw unauthenticated(policy.domain, "this call needs x-api-key and x-workspace-id besides Authorization");
-      }
-      call.principal = id;
-      return next(call);
-    };
-    // A credential not cached is read from the store, and a failure counted against the caller's address, first.
-    return typeof principal === "string" ? proceed(principal) : principal.then(proceed);
+    // Cached credentials answer synchronously. One not cached is read from the store first, and a failure is counted
+    // against the caller's address before it is answered, asynchronously.
+    if (typeof principal === "string") return admit(call, principal, next);
+    return principal.then((found) => admit(call, found, next));
   };
 }
