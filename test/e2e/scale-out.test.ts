@@ -4,6 +4,8 @@ import { createDatabase, postgresAvailable } from "../support/postgres.js";
 import type { TestDatabase } from "../support/postgres.js";
 import { spawnServer } from "../support/server.js";
 import type { SpawnedServer } from "../support/server.js";
+import { fetchToken } from "../support/credentials.js";
+import { runAdminCli } from "../support/principals.js";
 import { storeRows } from "../support/store-rows.js";
 import { tempDir } from "../support/temp-dir.js";
 import { FLAVOR, ROOMY_CLUSTER, VDC, rest, restNodePoolId, writeTestCatalog } from "./compute-helpers.js";
@@ -68,6 +70,24 @@ describe.skipIf(!pgUp)("three servers on one PostgreSQL database", () => {
     await expect(spawnServer({ dataDir: `${dir.path}/other`, env: { ...env, MASTER_KEY: Buffer.alloc(32, 9).toString("base64") } })).rejects.toThrow(
       /cloudplane failed to start: the master key from MASTER_KEY \(key id [0-9a-f]{16}\) does not match the one the database of DATABASE_URL was written with .*; nothing was changed\. Start every server with the master key the database was written with/,
     );
+  });
+
+  it("takes an account made with the operator command on the shared database on every server, and its revocation", async () => {
+    const made = await runAdminCli(dataDir, ["--json", "accounts", "create", "shared-app", "--grant", "editor@kms-namespace:ops"], { DATABASE_URL: db.url });
+    expect(made.exitCode).toBe(0);
+    const { client_id, client_secret } = JSON.parse(made.stdout) as { client_id: string; client_secret: string };
+    const token = await fetchToken(c.url, client_id, client_secret);
+    const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" };
+    const created = await fetch(`${b.url}/v1/keys`, { method: "POST", headers, body: JSON.stringify({ parentId: "ops" }) });
+    expect(created.status).toBe(200);
+    expect((await fetch(`${a.url}/v1/keys`, { method: "POST", headers, body: JSON.stringify({ parentId: "elsewhere" }) })).status).toBe(403);
+    expect((await runAdminCli(dataDir, ["accounts", "revoke", "shared-app"], { DATABASE_URL: db.url })).exitCode).toBe(0);
+    // Every server refuses it within a second (announced at once; the access generation is also polled every second).
+    for (const s of all()) {
+      await expect
+        .poll(async () => (await fetch(`${s.url}/v1/keys?parentId=ops`, { headers })).status, { timeout: 1000, interval: 20 })
+        .toBe(401);
+    }
   });
 
   it("uses on the other servers a key created on one", async () => {

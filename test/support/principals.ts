@@ -68,10 +68,12 @@ export interface CommandResult {
 
 // `cloudplane-admin --data-dir DIR ...args` as a process of its own, from the sources, as an operator runs it
 // beside the server (npm run admin runs the built copy of the same file).
-export function runAdminCli(dataDir: string, args: string[]): Promise<CommandResult> {
+// `env` adds to the test's environment (DATABASE_URL: the command works on that database).
+export function runAdminCli(dataDir: string, args: string[], env: Record<string, string> = {}): Promise<CommandResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ["--import", "tsx", "src/operator/cloudplane-admin.ts", "--data-dir", dataDir, ...args], {
       stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, ...env },
     });
     let stdout = "";
     let stderr = "";
