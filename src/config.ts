@@ -15,6 +15,8 @@ const specs = {
   port: { flag: "port", env: "PORT", description: "TCP port for every protocol", default: "8080" },
   host: { flag: "host", env: "HOST", description: "address to listen on", default: "0.0.0.0" },
   dataDir: { flag: "data-dir", env: "DATA_DIR", description: "directory of the embedded store and generated master key", default: "./data" },
+  databaseUrl: { flag: "database-url", env: "DATABASE_URL", description: "PostgreSQL connection URL (postgres://user@host:5432/db); several servers on one database share every key, node pool, task and credential. None means the embedded store in --data-dir. Needs MASTER_KEY or MASTER_KEY_FILE, the same on every server", default: "" },
+  databasePoolSize: { flag: "database-pool-size", env: "DATABASE_POOL_SIZE", description: "connections to PostgreSQL one server keeps open at most (besides the one it listens for other servers' changes on)", default: "10" },
   masterKeyFile: { flag: "master-key-file", env: "MASTER_KEY_FILE", description: "file holding the 32-byte master key (raw or base64); default <data-dir>/master.key, created on first start", default: "" },
   masterKey: { flag: "master-key", env: "MASTER_KEY", description: "the master key itself, base64 of 32 bytes (overrides the file); prefer MASTER_KEY_FILE or the MASTER_KEY environment variable, since a value on the command line is visible to every local user through ps", default: "" },
   tlsCertFile: { flag: "tls-cert-file", env: "TLS_CERT_FILE", description: "PEM certificate chain; with --tls-key-file serves TLS with ALPN h2 and http/1.1", default: "" },
@@ -55,6 +57,8 @@ export interface Config {
   port: number;
   host: string;
   dataDir: string;
+  databaseUrl: string;
+  databasePoolSize: number;
   masterKeyFile: string;
   masterKey: string;
   tlsCertFile: string;
@@ -157,12 +161,18 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config | "he
   if (Number(raw("headersTimeoutSeconds")) > Number(raw("requestTimeoutSeconds"))) {
     throw new ConfigError("--headers-timeout-seconds must not be longer than --request-timeout-seconds: a request's head is part of the request");
   }
+  if (raw("databaseUrl") !== "" && raw("masterKey") === "" && raw("masterKeyFile") === "") {
+    // Each server would otherwise generate a master key of its own in its data directory.
+    throw new ConfigError("--database-url (DATABASE_URL) needs --master-key-file (MASTER_KEY_FILE) or MASTER_KEY: every server on the database must use the same master key");
+  }
   const callPath = oneOf("callPath", raw("callPath"), ["direct", "connect"] as const);
   const pipelineStages = oneOf("pipelineStages", raw("pipelineStages"), ["all", "none", "no-access"] as const);
   return {
     port: integer("port", raw("port"), 0, 65535),
     host: raw("host"),
     dataDir: raw("dataDir"),
+    databaseUrl: raw("databaseUrl"),
+    databasePoolSize: integer("databasePoolSize", raw("databasePoolSize"), 1, 1000),
     masterKeyFile: raw("masterKeyFile"),
     masterKey: raw("masterKey"),
     tlsCertFile,

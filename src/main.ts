@@ -16,9 +16,9 @@ async function main(): Promise<void> {
     return;
   }
   const logger = createLogger(config.logLevel);
-  const app = build(config, logger);
+  const app = await build(config, logger);
   const port = await app.listen();
-  logger.info({ port, dataDir: config.dataDir, tls: config.tlsCertFile !== "" }, "cloudplane listening");
+  logger.info({ port, dataDir: config.dataDir, store: config.databaseUrl === "" ? "sqlite" : "postgres", tls: config.tlsCertFile !== "" }, "cloudplane listening");
   let stopping = false;
   const stop = (signal: string): void => {
     if (stopping) return;

@@ -27,6 +27,7 @@ import { RedisRateLimiter } from "./ratelimit/redis-rate-limiter.js";
 import { infrastructureServices, longLivedPaths, registerRoutes, servedServices } from "./routes.js";
 import type { Clock } from "./shared/clock.js";
 import { packageRoot } from "./shared/package-root.js";
+import type { Storage } from "./storage/storage.js";
 import { systemClock } from "./shared/clock.js";
 import { AccessPolicy } from "./identity/access-policy.js";
 import { AccessWatcher } from "./identity/access-watcher.js";
@@ -36,10 +37,7 @@ import { Authenticator } from "./identity/authenticator.js";
 import { bootstrapAdmin } from "./identity/bootstrap.js";
 import { IdentityAdmin } from "./identity/identity-admin.js";
 import { keyNotFound } from "./kms/key-manager.js";
-import { openAuditConnection, openDatabase } from "./storage/sqlite/database.js";
-import { SqliteAuditStore } from "./storage/sqlite/sqlite-audit-store.js";
-import { SqliteIdentityStore } from "./storage/sqlite/sqlite-identity-store.js";
-import { SqliteKmsStore } from "./storage/sqlite/sqlite-kms-store.js";
+import { openStorage } from "./storage/open-storage.js";
 import { applyCors } from "./transport/cors.js";
 import { HealthStatus } from "./transport/grpc/health-service.js";
 import { GrpcUnaryAdapter } from "./transport/grpc/grpc-unary-adapter.js";
@@ -85,12 +83,21 @@ type Req = NodeRequest;
 type Res = NodeResponse;
 
 // Builds the whole server without listening: storage, domain, every protocol on one handler. main.ts and
-// the tests both call this.
-export function build(config: Config, logger: Logger, options: BuildOptions = {}): App {
+// the tests both call this. Refuses (rejects) before anything listens when the store or the master key is wrong.
+export async function build(config: Config, logger: Logger, options: BuildOptions = {}): Promise<App> {
   const clock = options.clock ?? systemClock;
-  const db = openDatabase(config.dataDir);
-  const store = new SqliteKmsStore(db);
-  const masterKey = loadMasterKey(config, store, logger);
+  const storage = await openStorage(config, logger);
+  try {
+    return await assemble(config, logger, options, clock, storage);
+  } catch (err) {
+    await storage.close();
+    throw err;
+  }
+}
+
+async function assemble(config: Config, logger: Logger, options: BuildOptions, clock: Clock, storage: Storage): Promise<App> {
+  const store = storage.kms;
+  const masterKey = await storage.exclusively(() => loadMasterKey(config, store, logger));
   const keyCache = new KeyCache(masterKey, config.keyCacheSize);
   const manager = new KeyManager(store, keyCache, masterKey, clock, {
     destroyGraceMs: config.destroyGraceMs,
@@ -102,7 +109,9 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
   // Connect links every call's signal to this one, so it has as many listeners as there are calls in flight.
   setMaxListeners(0, shutdown.signal);
   const compute = createComputeModule({
-    db,
+    store: storage.compute,
+    vapps: storage.vapps,
+    ledger: storage.ledger,
     clock,
     logger,
     catalog: loadCatalog(config.catalogFile),
@@ -110,17 +119,24 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
     taskConcurrency: config.taskConcurrency,
   });
 
-  const identityStore = new SqliteIdentityStore(db);
+  const identityStore = storage.identity;
   const authenticator = new Authenticator(identityStore, clock, {
     tokenTtlMs: config.accessTokenTtlMs,
     failuresPerMinute: config.authFailuresPerMinute,
   });
   const access = new AccessPolicy(identityStore);
   const accessWatcher = new AccessWatcher(identityStore, authenticator, access, clock, logger);
-  const identity = new IdentityAdmin(identityStore, clock, () => accessWatcher.check());
-  bootstrapAdmin(identity, config.dataDir, logger);
-  const auditDb = openAuditConnection(config.dataDir);
-  const audit = new AuditTrail(new SqliteAuditStore(auditDb), logger);
+  const identity = new IdentityAdmin(identityStore, clock, () => accessWatcher.dropCaches());
+  await storage.exclusively(() => bootstrapAdmin(identity, config.dataDir, logger));
+  const audit = new AuditTrail(storage.audit, logger);
+  // Other servers' changes on a shared store: the caches follow them (storage.ts).
+  await storage.watch({
+    keyChanged: (keyId) => keyCache.evict(keyId),
+    accessChanged: () => accessWatcher.dropCaches(),
+    taskStored: () => compute.kick(),
+    taskFinished: (taskId) => compute.taskFinished(taskId),
+    feedLive: (live) => keyCache.trust(live),
+  });
 
   // Every call of every protocol runs through these stages (src/pipeline/stages.ts).
   const served = servedServices({
@@ -373,12 +389,11 @@ export function build(config: Config, logger: Logger, options: BuildOptions = {}
       await closed;
       accessWatcher.stop();
       // Calls answered during the drain wait for their records; whatever is left is stored now.
-      audit.flush();
-      auditDb.close();
+      await audit.flush();
       await sweeper.stop();
       await computeStopped;
       await limiter.close();
-      await store.close();
+      await storage.close();
     },
   };
 }

@@ -2,7 +2,6 @@ import { randomUUID } from "node:crypto";
 import { createRegistry } from "@bufbuild/protobuf";
 import type { Registry } from "@bufbuild/protobuf";
 import type { ServiceHandlers } from "../pipeline/handlers.js";
-import type Database from "better-sqlite3";
 import type { Logger } from "pino";
 import { file_compute_cluster_v1_node_pool } from "../../gen/compute/cluster/v1/node_pool_pb.js";
 import type { NodePoolService } from "../../gen/compute/cluster/v1/node_pool_pb.js";
@@ -12,8 +11,8 @@ import type { VAppService } from "../../gen/compute/vapp/v1/vapp_pb.js";
 import { file_google_rpc_error_details } from "../../gen/google/rpc/error_details_pb.js";
 import type { Clock } from "../shared/clock.js";
 import type { ComputeStore } from "../storage/compute-store.js";
-import { SqliteComputeStore } from "../storage/sqlite/sqlite-compute-store.js";
-import { SqliteNodeLedger } from "../storage/sqlite/sqlite-node-ledger.js";
+import type { NodeLedger } from "../storage/node-ledger.js";
+import type { VAppStore } from "../storage/vapp-store.js";
 import type { Catalog } from "./catalog/catalog.js";
 import { createConfigService } from "./configs/config-service.js";
 import { NodePoolManager } from "./node-pools/node-pool-manager.js";
@@ -28,7 +27,6 @@ import type { TaskRecord } from "./tasks/task-model.js";
 import { TaskWorker } from "./tasks/task-worker.js";
 import type { VAppTaskRecord } from "./vapps/vapp-model.js";
 import type { VAppScopes } from "../pipeline/stages/authorization.js";
-import { SqliteVAppStore } from "../storage/sqlite/sqlite-vapp-store.js";
 import { vappNotFound, vappTaskNotFound } from "./vapps/vapp-errors.js";
 import { VAppManager } from "./vapps/vapp-manager.js";
 import { createVAppService } from "./vapps/vapp-service.js";
@@ -41,7 +39,11 @@ import { templatesOf } from "./vapps/vapp-templates.js";
 export const computeJsonRegistry: Registry = createRegistry(file_compute_cluster_v1_node_pool, file_google_rpc_error_details);
 
 export interface ComputeModuleDeps {
-  db: Database.Database;
+  store: ComputeStore;
+  // vApps made from templates, and their tasks.
+  vapps: VAppStore;
+  // The simulated provider's inventory.
+  ledger: NodeLedger;
   clock: Clock;
   logger: Logger;
   catalog: Catalog;
@@ -62,6 +64,10 @@ export interface ComputeModule {
   vappScopes: VAppScopes;
   // Starts the worker, which first resumes the tasks left unfinished by an earlier run.
   start(): void;
+  // Another server stored a task: look for work now rather than at the next heartbeat.
+  kick(): void;
+  // Another server finished a task: wake its waiters here.
+  taskFinished(taskId: string): void;
   // Answers every WaitTask at once, stops taking tasks, and waits for the running ones to reach a safe point;
   // they are resumed by the next start. Call it before closing the database.
   stop(): Promise<void>;
@@ -74,12 +80,12 @@ const LEASE_MS = 5000;
 
 export function createComputeModule(deps: ComputeModuleDeps): ComputeModule {
   const logger = deps.logger.child({ component: "compute" });
-  const store = new SqliteComputeStore(deps.db);
-  const provider = new SimulatedProvider(new SqliteNodeLedger(deps.db), deps.catalog, { delayPerNodeMs: deps.providerDelayMs });
+  const store = deps.store;
+  const provider = new SimulatedProvider(deps.ledger, deps.catalog, { delayPerNodeMs: deps.providerDelayMs });
   const notifier = new TaskNotifier();
   const runner = new NodePoolTaskRunner(store, provider, deps.clock, logger);
   // vApp creation tasks: a queue of their own, taken by the same worker as node pool tasks.
-  const vappStore = new SqliteVAppStore(deps.db);
+  const vappStore = deps.vapps;
   const vappRunner = new VAppTaskRunner(vappStore, deps.clock, logger, { buildDelayMs: deps.providerDelayMs });
   const worker = new TaskWorker<TaskRecord | VAppTaskRecord>(
     new CombinedQueue<TaskRecord | VAppTaskRecord>(store, [store, vappStore]),
@@ -110,6 +116,8 @@ export function createComputeModule(deps: ComputeModuleDeps): ComputeModule {
       taskNotFound: vappTaskNotFound,
     },
     start: () => worker.start(),
+    kick: () => worker.kick(),
+    taskFinished: (taskId) => notifier.notify(taskId),
     async stop() {
       notifier.close();
       await worker.stop();

@@ -12,19 +12,26 @@ export type AccessDecision = "allowed" | "denied" | "hidden";
 const MAX_CACHED = 100_000;
 
 // Decides from the grants in the store whether a principal may use a permission on a scope. Grants are cached per
-// principal until access changes (clear()).
+// principal until access changes (clear()); a read from the store in flight meanwhile is not cached.
 export class AccessPolicy {
   private readonly grants = new Map<string, readonly GrantRecord[]>();
+  private epoch = 0;
 
   constructor(private readonly store: IdentityStore) {}
 
   clear(): void {
     this.grants.clear();
+    this.epoch++;
   }
 
-  decide(principalId: string, permission: string, scope: Scope): AccessDecision {
+  // The principal's grants: synchronously when cached, else read from the store.
+  grantsOf(principalId: string): readonly GrantRecord[] | Promise<readonly GrantRecord[]> {
+    return this.grants.get(principalId) ?? this.load(principalId);
+  }
+
+  decide(grants: readonly GrantRecord[], permission: string, scope: Scope): AccessDecision {
     let covered = false;
-    for (const grant of this.grantsOf(principalId)) {
+    for (const grant of grants) {
       if (!scopeCovers(grant.scope, scope)) continue;
       if (roleAllows(grant.role, permission)) return "allowed";
       covered = true;
@@ -32,22 +39,23 @@ export class AccessPolicy {
     return covered ? "denied" : "hidden";
   }
 
-  // Whether any grant of the principal allows the permission somewhere: the check of a call that names no scope
-  // (a request missing its parentId), which its handler then refuses as invalid.
-  allowedSomewhere(principalId: string, permission: string): boolean {
-    return this.grantsOf(principalId).some((grant) => roleAllows(grant.role, permission));
+  // Whether any grant allows the permission somewhere: the check of a call that names no scope (a request missing
+  // its parentId), which its handler then refuses as invalid.
+  allowedSomewhere(grants: readonly GrantRecord[], permission: string): boolean {
+    return grants.some((grant) => roleAllows(grant.role, permission));
   }
 
   // Whether the principal holds the admin role on the global scope "*": what operator endpoints outside the API
   // (/metrics) ask of a caller.
-  isAdminEverywhere(principalId: string): boolean {
-    return this.grantsOf(principalId).some((grant) => grant.scope === "*" && grant.role === "admin");
+  async isAdminEverywhere(principalId: string): Promise<boolean> {
+    const grants = await this.grantsOf(principalId);
+    return grants.some((grant) => grant.scope === "*" && grant.role === "admin");
   }
 
-  private grantsOf(principalId: string): readonly GrantRecord[] {
-    let grants = this.grants.get(principalId);
-    if (grants === undefined) {
-      grants = this.store.grantsOf(principalId);
+  private async load(principalId: string): Promise<readonly GrantRecord[]> {
+    const epoch = this.epoch;
+    const grants = Object.freeze(await this.store.grantsOf(principalId));
+    if (epoch === this.epoch) {
       if (this.grants.size >= MAX_CACHED) this.grants.delete(this.grants.keys().next().value!);
       this.grants.set(principalId, grants);
     }

@@ -7,12 +7,13 @@ import type { Authenticator } from "./authenticator.js";
 const CHECK_EVERY_MS = 1000;
 const FORGET_EXPIRED_EVERY = 60;
 
-// The server caches credentials and grants; an operator command changes them in the store from another process.
-// Every second this compares the store's access generation with the one the caches were filled under and drops
-// them when it moved, so that a revocation takes effect within a second. Changes made in this process clear the
-// caches at once (check()). Once a minute it also forgets tokens that have expired.
+// The server caches credentials and grants; an operator command or another server changes them in the store. Every
+// second this compares the store's access generation with the one the caches were filled under and drops them when
+// it moved, so that a revocation takes effect within a second (and at once where the store announces its changes:
+// PostgreSQL's notifications call dropCaches()). Changes made in this process drop the caches at once too. Once a
+// minute it also forgets tokens that have expired.
 export class AccessWatcher {
-  private generation: number;
+  private generation: number | null = null;
   private timer: NodeJS.Timeout | null = null;
   private ticks = 0;
 
@@ -22,28 +23,31 @@ export class AccessWatcher {
     private readonly access: AccessPolicy,
     private readonly clock: Clock,
     private readonly logger: Logger,
-  ) {
-    this.generation = store.generation();
-  }
+  ) {}
 
-  check(): void {
-    const generation = this.store.generation();
-    if (generation === this.generation) return;
-    this.generation = generation;
+  // Drops every cached credential and grant: access changed.
+  dropCaches(): void {
     this.authenticator.clear();
     this.access.clear();
   }
 
+  async check(): Promise<void> {
+    const generation = await this.store.generation();
+    if (generation === this.generation) return;
+    this.generation = generation;
+    this.dropCaches();
+  }
+
   start(): void {
     this.timer = setInterval(() => {
-      try {
-        this.check();
-        if (++this.ticks % FORGET_EXPIRED_EVERY === 0) this.store.deleteExpiredAccessTokens(this.clock.now());
-      } catch (err) {
-        this.logger.error({ err }, "could not read access changes from the store");
-      }
+      void this.tick().catch((err: unknown) => this.logger.error({ err }, "could not read access changes from the store"));
     }, CHECK_EVERY_MS);
     this.timer.unref();
+  }
+
+  private async tick(): Promise<void> {
+    await this.check();
+    if (++this.ticks % FORGET_EXPIRED_EVERY === 0) await this.store.deleteExpiredAccessTokens(this.clock.now());
   }
 
   stop(): void {

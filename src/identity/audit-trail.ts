@@ -22,13 +22,13 @@ export class AuditTrail {
       this.batch = new Promise<void>((resolve, reject) => {
         this.settle = { resolve, reject };
       });
-      setImmediate(() => this.flush());
+      setImmediate(() => void this.flush());
     }
     return this.batch;
   }
 
   // Stores what is pending now (also at shutdown, so that no answered call goes unrecorded).
-  flush(): void {
+  async flush(): Promise<void> {
     const records = this.pending;
     const settle = this.settle;
     this.pending = [];
@@ -36,7 +36,7 @@ export class AuditTrail {
     this.settle = null;
     if (settle === null) return;
     try {
-      this.store.append(records);
+      await this.store.append(records);
       settle.resolve();
     } catch (err) {
       this.logger.error({ err, records: records.length }, "could not append to the audit trail; the calls fail");

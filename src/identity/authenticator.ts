@@ -21,6 +21,11 @@ interface KnownCredential {
   workspaceId: string | null;
 }
 
+type CredentialKind = "access-token" | "api-key";
+
+// Credentials read from the store for one call: null for one the store does not hold, undefined when not read.
+type Loaded = Record<CredentialKind, KnownCredential | null | undefined>;
+
 export interface IssuedToken {
   text: string;
   expiresInSeconds: number;
@@ -41,6 +46,7 @@ export class Authenticator {
   private readonly known = { "access-token": new Map<string, KnownCredential>(), "api-key": new Map<string, KnownCredential>() };
   private readonly bySource: FailureLimiter;
   private readonly byClientId: FailureLimiter;
+  private epoch = 0;
 
   constructor(
     private readonly store: IdentityStore,
@@ -51,21 +57,35 @@ export class Authenticator {
     this.byClientId = new FailureLimiter(settings.failuresPerMinute);
   }
 
-  // Forgets every cached credential: access changed in the store.
+  // Forgets every cached credential: access changed in the store. A read from the store in flight meanwhile is
+  // not cached (`epoch`): it may have seen the store before the change.
   clear(): void {
     this.known["access-token"].clear();
     this.known["api-key"].clear();
+    this.epoch++;
   }
 
   // The principal id of the caller; throws UNAUTHENTICATED (or PERMISSION_DENIED for an API key of another
   // workspace). A failure is counted against the caller's address, and once the address has failed too often it is
   // answered RESOURCE_EXHAUSTED instead (asynchronously: the count is the limiter's). Valid credentials are never
   // refused for their address, so that callers sharing an address with a guesser are not locked out; the address is
-  // read only on failure. Synchronous on success.
-  authenticate(credentials: Credentials, caller: { readonly peerAddress: string }, domain: ErrorDomain): string | Promise<never> {
+  // read only on failure. Synchronous when the credentials are cached; a credential not seen since access last
+  // changed is read from the store first.
+  authenticate(credentials: Credentials, caller: { readonly peerAddress: string }, domain: ErrorDomain): string | Promise<string> {
+    const loading = this.loadUnknown(credentials);
+    if (loading !== null) return loading.then((loaded) => this.decide(credentials, caller, domain, loaded));
+    return this.decide(credentials, caller, domain, null);
+  }
+
+  private decide(
+    credentials: Credentials,
+    caller: { readonly peerAddress: string },
+    domain: ErrorDomain,
+    loaded: Loaded | null,
+  ): string | Promise<never> {
     let principal: string | null = null;
     if (credentials.token !== undefined) {
-      const token = this.check("access-token", credentials.token);
+      const token = this.check("access-token", credentials.token, loaded);
       if (typeof token === "string") return this.failed(caller.peerAddress, domain, `the access token in Authorization ${token}`);
       principal = token.principalId;
     }
@@ -73,7 +93,7 @@ export class Authenticator {
       if (credentials.workspaceId === undefined) {
         return this.failed(caller.peerAddress, domain, "x-api-key was sent without x-workspace-id, the workspace the key belongs to");
       }
-      const key = this.check("api-key", credentials.apiKey);
+      const key = this.check("api-key", credentials.apiKey, loaded);
       if (typeof key === "string") return this.failed(caller.peerAddress, domain, `the API key in x-api-key ${key}`);
       if (key.workspaceId !== credentials.workspaceId) throw apiKeyOfAnotherWorkspace(domain);
       if (principal !== null && principal !== key.principalId) {
@@ -93,13 +113,30 @@ export class Authenticator {
     return principal;
   }
 
+  // Reads the presented credentials that are not cached from the store; null (allocating nothing, as on every call
+  // with known credentials) when there are none to read.
+  private loadUnknown(credentials: Credentials): Promise<Loaded> | null {
+    const tokenId = this.unknownId("access-token", credentials.token);
+    const keyId = this.unknownId("api-key", credentials.apiKey);
+    if (tokenId === null && keyId === null) return null;
+    return Promise.all([tokenId === null ? undefined : this.load("access-token", tokenId), keyId === null ? undefined : this.load("api-key", keyId)]).then(
+      ([token, key]) => ({ "access-token": token, "api-key": key }),
+    );
+  }
+
+  private unknownId(kind: CredentialKind, presented: string | undefined): string | null {
+    if (presented === undefined) return null;
+    const id = idOf(kind, presented);
+    return id !== null && !this.known[kind].has(id) ? id : null;
+  }
+
   // Exchanges a service account's client id and secret for a new access token. A client id that failed too often is
   // refused for a while even with the right secret, so that its secret cannot be guessed from many addresses; an
   // address that failed too often is refused its failures only, like authenticate().
   async issueToken(clientId: string, clientSecret: string, source: string, domain: ErrorDomain): Promise<IssuedToken> {
     const clientBlocked = this.byClientId.blockedFor(clientId);
     if (clientBlocked > 0) throw tooManyFailedAuthentications(domain, "client id", clientBlocked);
-    const account = clientId.length <= 200 ? this.store.serviceAccountByClientId(clientId) : null;
+    const account = clientId.length <= 200 ? await this.store.serviceAccountByClientId(clientId) : null;
     const matches = secretMatches(clientSecret, account?.secretHash ?? NO_ACCOUNT_HASH);
     if (account === null || !matches || account.revokedAt !== null) {
       const [bySource, byClient] = await Promise.all([this.bySource.fail(source), this.byClientId.fail(clientId)]);
@@ -110,7 +147,7 @@ export class Authenticator {
     }
     const now = this.clock.now();
     const secret = issueSecret("access-token");
-    this.store.insertAccessToken({
+    await this.store.insertAccessToken({
       id: secret.id,
       principalId: account.id,
       secretHash: secret.hash,
@@ -122,10 +159,10 @@ export class Authenticator {
   }
 
   // The credential, or what is wrong with it (completing "the access token ... <is not valid>").
-  private check(kind: "access-token" | "api-key", presented: string): KnownCredential | string {
+  private check(kind: CredentialKind, presented: string, loaded: Loaded | null): KnownCredential | string {
     const id = idOf(kind, presented);
     if (id === null) return "is not one the server issued";
-    const credential = this.known[kind].get(id) ?? this.load(kind, id);
+    const credential = this.known[kind].get(id) ?? loaded?.[kind] ?? null;
     if (credential === null || !secretMatches(presented, credential.hash)) return "is not valid";
     if (credential.revoked) return "has been revoked";
     if (credential.expiresAt !== null && credential.expiresAt <= this.clock.now()) {
@@ -134,8 +171,9 @@ export class Authenticator {
     return credential;
   }
 
-  private load(kind: "access-token" | "api-key", id: string): KnownCredential | null {
-    const found = kind === "access-token" ? this.store.accessTokenCheck(id) : this.store.apiKeyCheck(id);
+  private async load(kind: CredentialKind, id: string): Promise<KnownCredential | null> {
+    const epoch = this.epoch;
+    const found = kind === "access-token" ? await this.store.accessTokenCheck(id) : await this.store.apiKeyCheck(id);
     if (found === null) return null;
     const r = found.record;
     const credential: KnownCredential = {
@@ -145,6 +183,7 @@ export class Authenticator {
       revoked: r.revokedAt !== null || found.accountRevokedAt !== null,
       workspaceId: "workspaceId" in r ? r.workspaceId : null,
     };
+    if (epoch !== this.epoch) return credential;
     const known = this.known[kind];
     if (known.size >= MAX_CACHED) known.delete(known.keys().next().value!);
     known.set(id, credential);

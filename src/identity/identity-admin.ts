@@ -33,14 +33,14 @@ export class IdentityAdmin {
     private readonly changed: () => void = () => {},
   ) {}
 
-  hasNoAccounts(): boolean {
+  hasNoAccounts(): Promise<boolean> {
     return this.store.hasNoAccounts();
   }
 
   // Makes the account's records and secret without storing them (bootstrap writes the secret down first).
-  prepareServiceAccount(name: string): NewServiceAccount {
+  async prepareServiceAccount(name: string): Promise<NewServiceAccount> {
     if (!ACCOUNT_NAME.test(name)) throw new AdminError(`account name "${name}" must match ${ACCOUNT_NAME.source}`);
-    if (this.store.serviceAccount(name) !== null) throw new AdminError(`a service account named "${name}" exists already`);
+    if ((await this.store.serviceAccount(name)) !== null) throw new AdminError(`a service account named "${name}" exists already`);
     const clientId = `sa-${newId(9)}`;
     const secret = issueSecret("client-secret", clientId);
     const account: ServiceAccountRecord = {
@@ -55,38 +55,38 @@ export class IdentityAdmin {
   }
 
   // Stores a prepared account with grants of [role, scope], in one transaction.
-  storeServiceAccount(prepared: NewServiceAccount, grants: readonly [string, string][] = []): void {
+  async storeServiceAccount(prepared: NewServiceAccount, grants: readonly [string, string][] = []): Promise<void> {
     const records = grants.map(([role, scope]) => this.grantRecord(prepared.account, role, scope));
-    this.store.createServiceAccount(prepared.account, records);
+    await this.store.createServiceAccount(prepared.account, records);
     this.changed();
   }
 
-  createServiceAccount(name: string, grants: readonly [string, string][] = []): NewServiceAccount {
-    const prepared = this.prepareServiceAccount(name);
-    this.storeServiceAccount(prepared, grants);
+  async createServiceAccount(name: string, grants: readonly [string, string][] = []): Promise<NewServiceAccount> {
+    const prepared = await this.prepareServiceAccount(name);
+    await this.storeServiceAccount(prepared, grants);
     return prepared;
   }
 
-  listServiceAccounts(): ServiceAccountRecord[] {
+  listServiceAccounts(): Promise<ServiceAccountRecord[]> {
     return this.store.listServiceAccounts();
   }
 
   // Revokes the account with every token and API key it has.
-  revokeServiceAccount(idOrName: string): ServiceAccountRecord {
-    const account = this.account(idOrName);
-    if (!this.store.revokeServiceAccount(account.id, this.clock.now())) throw new AdminError(`service account ${account.name} is revoked already`);
+  async revokeServiceAccount(idOrName: string): Promise<ServiceAccountRecord> {
+    const account = await this.account(idOrName);
+    if (!(await this.store.revokeServiceAccount(account.id, this.clock.now()))) throw new AdminError(`service account ${account.name} is revoked already`);
     this.changed();
     return account;
   }
 
-  revokeTokens(idOrName: string): number {
-    const revoked = this.store.revokeAccessTokens(this.account(idOrName).id, this.clock.now());
+  async revokeTokens(idOrName: string): Promise<number> {
+    const revoked = await this.store.revokeAccessTokens((await this.account(idOrName)).id, this.clock.now());
     this.changed();
     return revoked;
   }
 
-  createApiKey(idOrName: string, workspaceId: string): NewApiKey {
-    const account = this.live(idOrName);
+  async createApiKey(idOrName: string, workspaceId: string): Promise<NewApiKey> {
+    const account = await this.live(idOrName);
     if (!/^[A-Za-z0-9._-]{1,64}$/.test(workspaceId)) throw new AdminError(`workspace id "${workspaceId}" must be 1-64 characters of [A-Za-z0-9._-]`);
     const secret = issueSecret("api-key");
     const key: ApiKeyRecord = {
@@ -97,22 +97,22 @@ export class IdentityAdmin {
       createdAt: this.clock.now(),
       revokedAt: null,
     };
-    this.store.insertApiKey(key);
+    await this.store.insertApiKey(key);
     this.changed();
     return { key, text: secret.text };
   }
 
-  listApiKeys(idOrName?: string): ApiKeyRecord[] {
-    return this.store.listApiKeys(idOrName === undefined ? undefined : this.account(idOrName).id);
+  async listApiKeys(idOrName?: string): Promise<ApiKeyRecord[]> {
+    return this.store.listApiKeys(idOrName === undefined ? undefined : (await this.account(idOrName)).id);
   }
 
-  revokeApiKey(id: string): void {
-    if (!this.store.revokeApiKey(id, this.clock.now())) throw new AdminError(`no live API key has id ${id}`);
+  async revokeApiKey(id: string): Promise<void> {
+    if (!(await this.store.revokeApiKey(id, this.clock.now()))) throw new AdminError(`no live API key has id ${id}`);
     this.changed();
   }
 
-  grant(idOrName: string, role: string, scope: string): GrantRecord {
-    const stored = this.store.insertGrant(this.grantRecord(this.live(idOrName), role, scope));
+  async grant(idOrName: string, role: string, scope: string): Promise<GrantRecord> {
+    const stored = await this.store.insertGrant(this.grantRecord(await this.live(idOrName), role, scope));
     this.changed();
     return stored;
   }
@@ -128,12 +128,12 @@ export class IdentityAdmin {
     return { id: `grant-${newId(9)}`, principalId: account.id, role, scope: parsed, createdAt: this.clock.now() };
   }
 
-  listGrants(idOrName?: string): GrantRecord[] {
-    return this.store.listGrants(idOrName === undefined ? undefined : this.account(idOrName).id);
+  async listGrants(idOrName?: string): Promise<GrantRecord[]> {
+    return this.store.listGrants(idOrName === undefined ? undefined : (await this.account(idOrName)).id);
   }
 
-  revokeGrant(id: string): void {
-    if (!this.store.deleteGrant(id)) throw new AdminError(`no grant has id ${id}`);
+  async revokeGrant(id: string): Promise<void> {
+    if (!(await this.store.deleteGrant(id))) throw new AdminError(`no grant has id ${id}`);
     this.changed();
   }
 
@@ -141,14 +141,14 @@ export class IdentityAdmin {
     return `${grant.role} on ${formatScope(grant.scope)}`;
   }
 
-  private account(idOrName: string): ServiceAccountRecord {
-    const account = this.store.serviceAccount(idOrName);
+  private async account(idOrName: string): Promise<ServiceAccountRecord> {
+    const account = await this.store.serviceAccount(idOrName);
     if (account === null) throw new AdminError(`no service account has id or name "${idOrName}"`);
     return account;
   }
 
-  private live(idOrName: string): ServiceAccountRecord {
-    const account = this.account(idOrName);
+  private async live(idOrName: string): Promise<ServiceAccountRecord> {
+    const account = await this.account(idOrName);
     if (account.revokedAt !== null) throw new AdminError(`service account ${account.name} is revoked`);
     return account;
   }

@@ -28,21 +28,23 @@ export interface CachedKey {
 
 // What Encrypt and Decrypt read instead of storage, and the key reads too. Every mutation of a key made in this
 // process replaces its entry with the state it just committed, so a disabled version stops working, and a read
-// sees the change, on the very next call. The cache is per process: a write another process makes to the same
-// store is not seen here (docs/kms.md). Bounded: the oldest entry goes first and is reloaded from storage when
-// needed again.
+// sees the change, on the very next call. A write another server makes to a shared store evicts the entry when
+// the store announces it (evict), and while the store cannot vouch that every change has been announced the cache
+// serves nothing (trust(false); docs/storage.md gives the bound). Bounded: the oldest entry goes first and is
+// reloaded from storage when needed again.
 //
 // Building an entry and installing it are two steps because only building can fail (the master key may not
 // unwrap the stored material): a mutation builds the entry of its outcome inside the store's transaction, so
 // that failure aborts the write, and installs it only once the write has committed.
 export class KeyCache {
   private readonly entries = new Map<string, CachedKey>();
-  // Counts installed commits, so that an entry loaded from storage before a commit was installed is not
+  // Counts installed commits and evictions, so that an entry loaded from storage before one of them is not
   // installed over it (installLoaded).
   private commits = 0;
   // Lookups answered from memory and lookups that had to go to storage, for /metrics.
   hits = 0;
   misses = 0;
+  private trusted = true;
 
   constructor(
     private readonly masterKey: MasterKey,
@@ -54,6 +56,20 @@ export class KeyCache {
     if (entry === undefined) this.misses++;
     else this.hits++;
     return entry;
+  }
+
+  // Another server changed the key.
+  evict(keyId: string): void {
+    this.commits++;
+    this.entries.delete(keyId);
+  }
+
+  // Whether entries may be kept and served. Either way what is cached now goes: on distrust because it may be
+  // stale, on trust again because changes may have gone unannounced meanwhile.
+  trust(trusted: boolean): void {
+    this.trusted = trusted;
+    this.commits++;
+    this.entries.clear();
   }
 
   // Read before loading a key from storage, and handed to installLoaded.
@@ -112,6 +128,7 @@ export class KeyCache {
   }
 
   private set(entry: CachedKey): void {
+    if (!this.trusted) return;
     this.entries.delete(entry.id);
     this.entries.set(entry.id, entry);
     if (this.entries.size > this.maxEntries) {

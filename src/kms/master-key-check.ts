@@ -29,15 +29,15 @@ export type MasterKeyVerdict =
   | { kind: "nothing-to-check" };
 
 // Reads only; never throws for a wrong key.
-export function judgeMasterKey(key: MasterKey, store: MasterKeyStore): MasterKeyVerdict {
-  const recorded = store.readMasterKeyCheck();
+export async function judgeMasterKey(key: MasterKey, store: MasterKeyStore): Promise<MasterKeyVerdict> {
+  const recorded = await store.readMasterKeyCheck();
   if (recorded !== null) {
     if (recorded.scheme !== CHECK_SCHEME) throw new Error(`the stored master key check value has an unknown scheme "${recorded.scheme}"`);
     const mine = masterKeyCheck(key).checkValue;
     const same = recorded.checkValue.length === mine.length && timingSafeEqual(recorded.checkValue, mine);
     return same ? { kind: "matches" } : { kind: "mismatch", storedKeyId: recorded.keyId };
   }
-  const sample = store.anyWrappedMaterial();
+  const sample = await store.anyWrappedMaterial();
   if (sample === null) return { kind: "nothing-to-check" };
   try {
     key.unwrap(sample.wrappedMaterial, sample.keyId, sample.versionId).fill(0);
@@ -56,32 +56,36 @@ export const isRefusal = (verdict: MasterKeyVerdict): verdict is Refusal => verd
 // it is thrown.
 export class MasterKeyMismatchError extends Error {}
 
-export function mismatchMessage(origin: string, dataDir: string, key: MasterKey, verdict: Refusal): string {
-  const configured = `the master key from ${origin} (key id ${masterKeyCheck(key).keyId})`;
+// `where.database`: the store is the PostgreSQL database of DATABASE_URL rather than the data directory.
+export function mismatchMessage(where: { origin: string; dataDir: string; database?: boolean }, key: MasterKey, verdict: Refusal): string {
+  const configured = `the master key from ${where.origin} (key id ${masterKeyCheck(key).keyId})`;
+  const store = where.database === true ? "the database of DATABASE_URL" : `the data directory ${where.dataDir}`;
   const what =
     verdict.kind === "mismatch"
-      ? `${configured} does not match the one the data directory ${dataDir} was written with (key id ` +
+      ? `${configured} does not match the one ${store} was written with (key id ` +
         `${verdict.storedKeyId}, from the check value stored with the data)`
-      : `${configured} cannot unwrap the stored material of key ${verdict.keyId} version ${verdict.versionId}: the ` +
-        `data directory ${dataDir} was written with another master key`;
-  return (
-    `${what}; nothing was changed. Start with the original master key (MASTER_KEY, MASTER_KEY_FILE or ` +
-    `<data-dir>/master.key), or, to move the data to another master key, run \`npm run rewrap-master-key\` with the ` +
-    `original one configured (README, "Settings and the master key")`
-  );
+      : `${configured} cannot unwrap the stored material of key ${verdict.keyId} version ${verdict.versionId}: ` +
+        `${store} was written with another master key`;
+  const remedy =
+    where.database === true
+      ? "Start every server with the master key the database was written with (MASTER_KEY or MASTER_KEY_FILE)"
+      : "Start with the original master key (MASTER_KEY, MASTER_KEY_FILE or <data-dir>/master.key), or, to move the data " +
+        "to another master key, run `npm run rewrap-master-key` with the original one configured (README, \"Settings and " +
+        "the master key\")";
+  return `${what}; nothing was changed. ${remedy}`;
 }
 
 // Start-up: refuses a key the store was not written with, and records the check value when the store has none yet
 // (a new store, or one from before check values once the key has unwrapped a stored material). Returns the
 // verdict, for the log.
-export function requireMatchingMasterKey(
+export async function requireMatchingMasterKey(
   key: MasterKey,
   store: MasterKeyStore,
-  where: { origin: string; dataDir: string },
+  where: { origin: string; dataDir: string; database?: boolean },
   now: number,
-): MasterKeyVerdict {
-  const verdict = judgeMasterKey(key, store);
-  if (isRefusal(verdict)) throw new MasterKeyMismatchError(mismatchMessage(where.origin, where.dataDir, key, verdict));
-  if (verdict.kind !== "matches") store.recordMasterKeyCheck(masterKeyCheck(key), now);
+): Promise<MasterKeyVerdict> {
+  const verdict = await judgeMasterKey(key, store);
+  if (isRefusal(verdict)) throw new MasterKeyMismatchError(mismatchMessage(where, key, verdict));
+  if (verdict.kind !== "matches") await store.recordMasterKeyCheck(masterKeyCheck(key), now);
   return verdict;
 }

@@ -37,13 +37,13 @@ export interface RewrapOutcome {
   newKeyId: string;
 }
 
-export function rewrapMasterKey(plan: RewrapPlan): RewrapOutcome {
+export async function rewrapMasterKey(plan: RewrapPlan): Promise<RewrapOutcome> {
   const { store, current, report } = plan;
   const next = new MasterKey(plan.next);
   const oldKeyId = masterKeyCheck(current.key).keyId;
   const newCheck = masterKeyCheck(next);
   if (newCheck.keyId === oldKeyId) throw new Error(`the new master key (${plan.nextOrigin}) is the one configured now (key id ${oldKeyId})`);
-  requireMatchingMasterKey(current.key, store, { origin: current.origin, dataDir: plan.dataDir }, plan.now);
+  await requireMatchingMasterKey(current.key, store, { origin: current.origin, dataDir: plan.dataDir }, plan.now);
   report(`current master key: ${current.origin} (key id ${oldKeyId}), matches the data`);
   report(`new master key: ${plan.nextOrigin} (key id ${newCheck.keyId})`);
   plan.onStep?.("verified");
@@ -56,9 +56,9 @@ export function rewrapMasterKey(plan: RewrapPlan): RewrapOutcome {
       report(`wrote the new key to ${staged}`);
       plan.onStep?.("new-key-staged");
     }
-    const total = store.countWrappedMaterial();
+    const total = await store.countWrappedMaterial();
     let done = 0;
-    rewrapped = store.rewrapAll(
+    rewrapped = await store.rewrapAll(
       (m) => {
         let material: Uint8Array;
         try {

@@ -15,6 +15,8 @@ export interface MasterKeySettings {
   masterKey: string;
   masterKeyFile: string;
   dataDir: string;
+  // Set when the store is PostgreSQL (for messages).
+  databaseUrl?: string;
 }
 
 // The log lines of these rules; the server passes its logger, the re-wrap command prints them.
@@ -55,16 +57,16 @@ export const masterKeyFileText = (material: Uint8Array): string => Buffer.from(m
 
 // The master key as configured, with the data directory's own file settled first. Does not check it against the
 // store: loadMasterKey and the re-wrap command do.
-export function resolveMasterKey(opts: MasterKeySettings, store: MasterKeyStore, notices: MasterKeyNotices): ResolvedMasterKey {
+export async function resolveMasterKey(opts: MasterKeySettings, store: MasterKeyStore, notices: MasterKeyNotices): Promise<ResolvedMasterKey> {
   if (opts.masterKey !== "") return { key: new MasterKey(decode(opts.masterKey, "MASTER_KEY")), origin: "MASTER_KEY", ownFile: null };
   if (opts.masterKeyFile !== "") {
     return { key: new MasterKey(readMasterKeyMaterial(opts.masterKeyFile)), origin: opts.masterKeyFile, ownFile: null };
   }
   const path = masterKeyPath(opts.dataDir);
-  settleStagedKey(opts.dataDir, store, notices);
+  await settleStagedKey(opts.dataDir, store, notices);
   if (!existsSync(path)) {
-    const recorded = store.readMasterKeyCheck();
-    if (recorded !== null || store.holdsKeys()) {
+    const recorded = await store.readMasterKeyCheck();
+    if (recorded !== null || (await store.holdsKeys())) {
       const id = recorded === null ? "" : ` (key id ${recorded.keyId})`;
       throw new MasterKeyMissingError(
         `the master key file ${path} is missing, but the data directory ${opts.dataDir} holds keys wrapped under a ` +
@@ -87,24 +89,24 @@ export function resolveMasterKey(opts: MasterKeySettings, store: MasterKeyStore,
 // A re-wrap interrupted between staging master.key.new and renaming it over master.key leaves both files. The check
 // value stored with the data tells which key the data is under: that one stays as master.key, the other goes. If
 // neither fits, both are left for the operator and the check that follows refuses to start.
-function settleStagedKey(dataDir: string, store: MasterKeyStore, notices: MasterKeyNotices): void {
+async function settleStagedKey(dataDir: string, store: MasterKeyStore, notices: MasterKeyNotices): Promise<void> {
   const path = masterKeyPath(dataDir);
   const staged = stagedMasterKeyPath(dataDir);
   // A staged key whose write never finished: it never wrapped anything.
   if (existsSync(`${staged}.tmp`)) removeDurably(`${staged}.tmp`);
   if (!existsSync(staged)) return;
   restrictToOwner(staged);
-  const fits = (file: string): boolean => {
+  const fits = async (file: string): Promise<boolean> => {
     try {
-      return !isRefusal(judgeMasterKey(new MasterKey(readMasterKeyMaterial(file)), store));
+      return !isRefusal(await judgeMasterKey(new MasterKey(readMasterKeyMaterial(file)), store));
     } catch {
       return false;
     }
   };
-  if (existsSync(path) && fits(path)) {
+  if (existsSync(path) && (await fits(path))) {
     removeDurably(staged);
     notices.warn({ path, discarded: staged }, "an interrupted master key re-wrap had not committed: the data is still under master.key; discarded master.key.new");
-  } else if (fits(staged)) {
+  } else if (await fits(staged)) {
     renameDurably(staged, path);
     const keyId = masterKeyCheck(new MasterKey(readMasterKeyMaterial(path))).keyId;
     notices.warn({ path, keyId }, "finished an interrupted master key re-wrap: the data is under master.key.new, which now replaces master.key");
@@ -113,9 +115,9 @@ function settleStagedKey(dataDir: string, store: MasterKeyStore, notices: Master
 
 // The master key the server runs with: resolved as above, then checked against the data directory (start-up
 // refuses a key the data was not written with, before anything listens).
-export function loadMasterKey(opts: MasterKeySettings, store: MasterKeyStore, notices: MasterKeyNotices): MasterKey {
-  const resolved = resolveMasterKey(opts, store, notices);
-  const verdict = requireMatchingMasterKey(resolved.key, store, { origin: resolved.origin, dataDir: opts.dataDir }, Date.now());
+export async function loadMasterKey(opts: MasterKeySettings, store: MasterKeyStore, notices: MasterKeyNotices): Promise<MasterKey> {
+  const resolved = await resolveMasterKey(opts, store, notices);
+  const verdict = await requireMatchingMasterKey(resolved.key, store, { origin: resolved.origin, dataDir: opts.dataDir, database: (opts.databaseUrl ?? "") !== "" }, Date.now());
   if (verdict.kind === "unwraps") {
     notices.info(
       { keyId: masterKeyCheck(resolved.key).keyId },

@@ -55,7 +55,7 @@ function arg(args: string[], i: number, what: string): string {
 }
 
 // Runs one command; throws UsageError or AdminError with a message for the operator.
-export function runAdminCommand(argv: string[], ctx: AdminContext): void {
+export async function runAdminCommand(argv: string[], ctx: AdminContext): Promise<void> {
   const { values, positionals } = parseArgs({
     args: argv,
     options: {
@@ -83,7 +83,7 @@ export function runAdminCommand(argv: string[], ctx: AdminContext): void {
         if (at < 0) throw new UsageError(`--grant takes ROLE@SCOPE, got "${g}"`);
         return [g.slice(0, at), g.slice(at + 1)];
       });
-      const created = admin.createServiceAccount(arg(rest, 0, "NAME"), grants);
+      const created = await admin.createServiceAccount(arg(rest, 0, "NAME"), grants);
       out(
         `created service account ${created.account.name} (principal ${created.account.id})\nclient_id: ${created.clientId}\nclient_secret: ${created.clientSecret}\nThe secret is shown only now; the server keeps only its hash.`,
         { name: created.account.name, principalId: created.account.id, client_id: created.clientId, client_secret: created.clientSecret },
@@ -91,7 +91,7 @@ export function runAdminCommand(argv: string[], ctx: AdminContext): void {
       return;
     }
     case "accounts list":
-      for (const a of admin.listServiceAccounts()) {
+      for (const a of await admin.listServiceAccounts()) {
         out(`${a.name}\t${a.id}\t${a.clientId}\tcreated ${iso(a.createdAt)}${a.revokedAt === null ? "" : `\trevoked ${iso(a.revokedAt)}`}`, {
           name: a.name,
           principalId: a.id,
@@ -102,18 +102,18 @@ export function runAdminCommand(argv: string[], ctx: AdminContext): void {
       }
       return;
     case "accounts revoke": {
-      const account = admin.revokeServiceAccount(arg(rest, 0, "ACCOUNT"));
+      const account = await admin.revokeServiceAccount(arg(rest, 0, "ACCOUNT"));
       out(`revoked service account ${account.name} with all its tokens and API keys`, { revoked: account.id });
       return;
     }
     case "tokens revoke": {
-      const count = admin.revokeTokens(arg(rest, 0, "ACCOUNT"));
+      const count = await admin.revokeTokens(arg(rest, 0, "ACCOUNT"));
       out(`revoked ${count} access token(s)`, { revokedTokens: count });
       return;
     }
     case "api-keys create": {
       if (values.workspace === undefined) throw new UsageError("api-keys create needs --workspace ID");
-      const created = admin.createApiKey(arg(rest, 0, "ACCOUNT"), values.workspace);
+      const created = await admin.createApiKey(arg(rest, 0, "ACCOUNT"), values.workspace);
       out(
         `created API key ${created.key.id} of workspace ${created.key.workspaceId}\napi_key: ${created.text}\nSend it as x-api-key with x-workspace-id: ${created.key.workspaceId}. It is shown only now.`,
         { id: created.key.id, workspaceId: created.key.workspaceId, api_key: created.text },
@@ -121,7 +121,7 @@ export function runAdminCommand(argv: string[], ctx: AdminContext): void {
       return;
     }
     case "api-keys list":
-      for (const k of admin.listApiKeys(rest[0])) {
+      for (const k of await admin.listApiKeys(rest[0])) {
         out(`${k.id}\tprincipal ${k.principalId}\tworkspace ${k.workspaceId}\tcreated ${iso(k.createdAt)}${k.revokedAt === null ? "" : `\trevoked ${iso(k.revokedAt)}`}`, {
           id: k.id,
           principalId: k.principalId,
@@ -132,11 +132,11 @@ export function runAdminCommand(argv: string[], ctx: AdminContext): void {
       }
       return;
     case "api-keys revoke":
-      admin.revokeApiKey(arg(rest, 0, "KEY_ID"));
+      await admin.revokeApiKey(arg(rest, 0, "KEY_ID"));
       out("revoked", { revoked: rest[0] });
       return;
     case "grants add": {
-      const grant = admin.grant(arg(rest, 0, "ACCOUNT"), arg(rest, 1, "ROLE"), arg(rest, 2, "SCOPE"));
+      const grant = await admin.grant(arg(rest, 0, "ACCOUNT"), arg(rest, 1, "ROLE"), arg(rest, 2, "SCOPE"));
       out(`granted ${admin.describeGrant(grant)} (grant ${grant.id}): ${roleDescriptions[grant.role]}`, {
         id: grant.id,
         principalId: grant.principalId,
@@ -146,12 +146,12 @@ export function runAdminCommand(argv: string[], ctx: AdminContext): void {
       return;
     }
     case "grants list":
-      for (const g of admin.listGrants(rest[0])) {
+      for (const g of await admin.listGrants(rest[0])) {
         out(`${g.id}\tprincipal ${g.principalId}\t${admin.describeGrant(g)}`, { id: g.id, principalId: g.principalId, role: g.role, scope: formatScope(g.scope) });
       }
       return;
     case "grants remove":
-      admin.revokeGrant(arg(rest, 0, "GRANT_ID"));
+      await admin.revokeGrant(arg(rest, 0, "GRANT_ID"));
       out("removed", { removed: rest[0] });
       return;
     case "audit": {
@@ -159,9 +159,9 @@ export function runAdminCommand(argv: string[], ctx: AdminContext): void {
       if (!Number.isInteger(limit) || limit < 1) throw new UsageError(`--limit must be a positive integer, got "${values.limit}"`);
       let principal = values.principal;
       if (principal !== undefined && principal !== "anonymous") {
-        principal = admin.listServiceAccounts().find((a) => a.name === principal || a.id === principal)?.id ?? principal;
+        principal = (await admin.listServiceAccounts()).find((a) => a.name === principal || a.id === principal)?.id ?? principal;
       }
-      const records = ctx.audit.query({
+      const records = await ctx.audit.query({
         since: time(values.since, "--since"),
         until: time(values.until, "--until"),
         principal,

@@ -3,9 +3,8 @@ import { writeSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { AdminError, IdentityAdmin } from "../identity/identity-admin.js";
 import { systemClock } from "../shared/clock.js";
-import { openDatabase } from "../storage/sqlite/database.js";
-import { SqliteAuditStore } from "../storage/sqlite/sqlite-audit-store.js";
-import { SqliteIdentityStore } from "../storage/sqlite/sqlite-identity-store.js";
+import { createLogger } from "../logger.js";
+import { openStorage } from "../storage/open-storage.js";
 import { adminHelp, runAdminCommand, UsageError } from "./admin-command.js";
 
 // cloudplane-admin (npm run admin -- ...): service accounts, API keys, grants and the audit trail, on the store of
@@ -15,7 +14,7 @@ function print(line: string): void {
   writeSync(1, `${line}\n`);
 }
 
-function main(argv: string[], env: NodeJS.ProcessEnv): number {
+async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
   // --data-dir and --help are read first; the command checks every argument (it knows --data-dir too).
   const { values } = parseArgs({
     args: argv,
@@ -28,9 +27,10 @@ function main(argv: string[], env: NodeJS.ProcessEnv): number {
     return 0;
   }
   const dataDir = typeof values["data-dir"] === "string" ? values["data-dir"] : (env.DATA_DIR ?? "./data");
-  const db = openDatabase(dataDir);
+  // The servers' store: PostgreSQL when DATABASE_URL is set, as for the server.
+  const storage = await openStorage({ dataDir, databaseUrl: env.DATABASE_URL ?? "", databasePoolSize: 2 }, createLogger("warn", process.stderr));
   try {
-    runAdminCommand(argv, { admin: new IdentityAdmin(new SqliteIdentityStore(db), systemClock), audit: new SqliteAuditStore(db), print });
+    await runAdminCommand(argv, { admin: new IdentityAdmin(storage.identity, systemClock), audit: storage.audit, print });
     return 0;
   } catch (err) {
     if (err instanceof UsageError || err instanceof AdminError || (err as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")) {
@@ -39,8 +39,14 @@ function main(argv: string[], env: NodeJS.ProcessEnv): number {
     }
     throw err;
   } finally {
-    db.close();
+    await storage.close();
   }
 }
 
-process.exitCode = main(process.argv.slice(2), process.env);
+main(process.argv.slice(2), process.env).then(
+  (code) => (process.exitCode = code),
+  (err: unknown) => {
+    writeSync(2, `cloudplane-admin: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exitCode = 1;
+  },
+);

@@ -46,7 +46,7 @@ const notices: MasterKeyNotices = {
   warn: (_fields, message) => print(message),
 };
 
-function main(argv: string[], env: NodeJS.ProcessEnv): void {
+async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<void> {
   let values;
   try {
     values = parseArgs({
@@ -78,8 +78,8 @@ function main(argv: string[], env: NodeJS.ProcessEnv): void {
   try {
     const store = new SqliteKmsStore(db);
     print(`data directory: ${settings.dataDir} (held exclusively until done)`);
-    const current = resolveMasterKey(settings, store, notices);
-    const outcome = rewrapMasterKey({
+    const current = await resolveMasterKey(settings, store, notices);
+    const outcome = await rewrapMasterKey({
       store,
       dataDir: settings.dataDir,
       current,
@@ -95,10 +95,8 @@ function main(argv: string[], env: NodeJS.ProcessEnv): void {
   }
 }
 
-try {
-  main(process.argv.slice(2), process.env);
-} catch (err) {
+main(process.argv.slice(2), process.env).catch((err: unknown) => {
   const message = err instanceof Error ? err.message : String(err);
   process.stderr.write(`rewrap-master-key failed: ${message}\n${err instanceof UsageError ? `\n${help}` : ""}`);
   process.exitCode = err instanceof UsageError ? 2 : 1;
-}
+});

@@ -48,21 +48,19 @@ export interface WrappedMaterial {
 
 // What the store keeps about the master key, and the one write that touches every wrapped material.
 //
-// Synchronous, unlike KmsStore: it runs at start-up inside build(), which is synchronous and must refuse a wrong
-// master key before anything listens, and in the re-wrap command. A store whose driver is asynchronous (PostgreSQL)
-// would check before build() instead; see docs/master-key-check.md.
+// It runs at start-up, before anything listens (a wrong master key is refused then), and in the re-wrap command.
 export interface MasterKeyStore {
-  readMasterKeyCheck(): MasterKeyCheckRecord | null;
+  readMasterKeyCheck(): Promise<MasterKeyCheckRecord | null>;
   // Records the check value if none is recorded yet; an existing one is left as it is.
-  recordMasterKeyCheck(check: MasterKeyCheckRecord, now: number): void;
+  recordMasterKeyCheck(check: MasterKeyCheckRecord, now: number): Promise<void>;
   // Whether any key was ever created, whatever its state: a store that never held one is the only kind for which a
   // new master key may be generated.
-  holdsKeys(): boolean;
+  holdsKeys(): Promise<boolean>;
   // Any one stored wrapped material, or null if there is none.
-  anyWrappedMaterial(): WrappedMaterial | null;
-  countWrappedMaterial(): number;
+  anyWrappedMaterial(): Promise<WrappedMaterial | null>;
+  countWrappedMaterial(): Promise<number>;
   // In ONE transaction: replaces every stored wrapped material with what `rewrap` returns for it (in primary key
   // order) and the check value with `check`. `rewrap` throwing aborts the whole transaction. Returns how many
   // materials were re-wrapped.
-  rewrapAll(rewrap: (material: WrappedMaterial) => Uint8Array, check: MasterKeyCheckRecord, now: number): number;
+  rewrapAll(rewrap: (material: WrappedMaterial) => Uint8Array, check: MasterKeyCheckRecord, now: number): Promise<number>;
 }

@@ -32,7 +32,7 @@ export function createMetricsEndpoint(opts: MetricsEndpointOptions): (req: NodeR
     const header = req.headers.authorization;
     const credentials = { token: tokenOf(Array.isArray(header) ? header[0] : header), apiKey: undefined, workspaceId: undefined };
     const principal = await opts.authenticator.authenticate(credentials, { peerAddress: req.socket.remoteAddress ?? "unknown" }, "cloudplane");
-    if (!opts.policy.isAdminEverywhere(principal)) {
+    if (!(await opts.policy.isAdminEverywhere(principal))) {
       throw permissionDenied("cloudplane", `principal ${principal} may not read /metrics: it needs the admin role on scope "*" (or METRICS=open)`, {
         permission: "metrics",
         scope: "*",

@@ -153,7 +153,7 @@ beforeAll(async () => {
     ["viewer", `service-instance:${VDC}`],
     ["viewer", `workspace:${WORKSPACE}`],
   ]);
-  viewerApiKey = server.app.identity.createApiKey("viewer", WORKSPACE).text;
+  viewerApiKey = (await server.app.identity.createApiKey("viewer", WORKSPACE)).text;
   viewerEditorElsewhere = await makePrincipal(server, "viewer-editor-elsewhere", [
     ["viewer", `kms-namespace:${NS}`],
     ["viewer", `service-instance:${VDC}`],

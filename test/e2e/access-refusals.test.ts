@@ -150,7 +150,7 @@ describe("on a running server", () => {
     });
 
     it("refuses an API key sent with another workspace's id with PERMISSION_DENIED, and one sent without any", async () => {
-      const { text } = server.app.identity.createApiKey("principal-a", WORKSPACE);
+      const { text } = await server.app.identity.createApiKey("principal-a", WORKSPACE);
       const ok = await wireCall(server.url, protocol, kms.encrypt, encryptA(), { "x-api-key": text, "x-workspace-id": WORKSPACE });
       expect(ok.code).toBe(0);
 

@@ -54,8 +54,8 @@ describe("configuration calls", () => {
 
   beforeAll(async () => {
     server = await startServer();
-    const key = server.app.identity.createApiKey("admin", WORKSPACE);
-    otherWorkspaceKey = server.app.identity.createApiKey("admin", "ws-other").text;
+    const key = await server.app.identity.createApiKey("admin", WORKSPACE);
+    otherWorkspaceKey = (await server.app.identity.createApiKey("admin", "ws-other")).text;
     headers = { authorization: server.token, "x-api-key": key.text, "x-workspace-id": WORKSPACE };
   });
   afterAll(async () => server.stop());

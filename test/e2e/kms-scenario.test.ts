@@ -1,11 +1,10 @@
-import { join } from "node:path";
-import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FakeClock } from "../support/fake-clock.js";
 import { createKmsClient, failureOf, protocols, restCall, restRequest } from "../support/kms-clients.js";
 import type { AlgorithmName, KeyJson, KeyVersionJson, KmsClient, KmsFailure, Protocol } from "../support/kms-clients.js";
 import { startServer } from "../support/server.js";
 import type { TestServer } from "../support/server.js";
+import { storeRows } from "../support/store-rows.js";
 
 // One life of a key, told the same way over gRPC, Connect JSON, Connect binary, gRPC-web and REST/JSON: create,
 // encrypt and decrypt, versions, primary, disable and enable, destroy and restore, destruction and rotation by the
@@ -37,16 +36,8 @@ function iso(ms: number): string {
 const bytes = (text: string): Uint8Array => new Uint8Array(Buffer.from(text));
 const text = (data: Uint8Array): string => Buffer.from(data).toString();
 
-function materialRows(server: TestServer, keyId: string): { id: number; erased: number }[] {
-  const db = new Database(join(server.dataDir, "cloudplane.db"), { readonly: true });
-  try {
-    return db.prepare("SELECT id, wrapped_material IS NULL AS erased FROM kms_versions WHERE key_id = ? ORDER BY id").all(keyId) as {
-      id: number;
-      erased: number;
-    }[];
-  } finally {
-    db.close();
-  }
+function materialRows(server: TestServer, keyId: string): Promise<{ id: number; erased: number }[]> {
+  return storeRows(server, "SELECT id, CASE WHEN wrapped_material IS NULL THEN 1 ELSE 0 END AS erased FROM kms_versions WHERE key_id = ? ORDER BY id", [keyId]);
 }
 
 describe.each(protocols)("key management scenario over %s", (protocol) => {
@@ -222,7 +213,7 @@ describe.each(protocols)("key management scenario over %s", (protocol) => {
     expect((await kms.getVersion(keyId, 1)).state).toBe("DESTROYED");
     await server.app.sweeper.runOnce();
     expect(await kms.getVersion(keyId, 1)).toMatchObject({ id: 1, keyId, state: "DESTROYED", algorithm, createdAt: v1.createdAt });
-    expect(materialRows(server, keyId)).toEqual([
+    expect(await materialRows(server, keyId)).toEqual([
       { id: 1, erased: 1 },
       { id: 2, erased: 0 },
       { id: 3, erased: 0 },

@@ -120,7 +120,7 @@ describe("every call of every protocol runs through the pipeline", () => {
 
   beforeAll(async () => {
     server = await startServer({ stages: [probe] });
-    apiKey = server.app.identity.createApiKey("admin", WORKSPACE).text;
+    apiKey = (await server.app.identity.createApiKey("admin", WORKSPACE)).text;
     const res = await fetch(`${server.url}/v1/keys`, {
       method: "POST",
       headers: { "content-type": "application/json", ...adminAuth(server.url) },
@@ -164,7 +164,7 @@ describe("no call of a method that needs credentials gets past authentication wi
 
   beforeAll(async () => {
     server = await startServer({ stages: [probe] });
-    apiKey = server.app.identity.createApiKey("admin", WORKSPACE).text;
+    apiKey = (await server.app.identity.createApiKey("admin", WORKSPACE)).text;
   });
   afterAll(() => server.stop());
 

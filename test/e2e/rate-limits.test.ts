@@ -156,7 +156,7 @@ describe("with the documented limits", () => {
     const other = await wireCall(server.url, "rest", pools.listNodePools, list, b.auth);
     expect({ code: other.code, ...rateHeaders(other) }).toEqual({ code: 0, limit: "100", remaining: "99", reset: "60" });
     // A's API key within its workspace is a credential of its own.
-    const apiKey = server.app.identity.createApiKey(a.name, "ws-1").text;
+    const apiKey = (await server.app.identity.createApiKey(a.name, "ws-1")).text;
     const configs = await wireCall(server.url, "grpc-web", ConfigService.method.listConfigs, { clusterType: "MT" }, { ...a.auth, "x-api-key": apiKey, "x-workspace-id": "ws-1" });
     expect({ code: configs.code, ...rateHeaders(configs) }).toEqual({ code: 0, limit: "100", remaining: "99", reset: "60" });
   });

@@ -22,7 +22,7 @@ export interface Principal {
 // A service account with grants of [role, scope] (scope as the operator command writes it: "kms-namespace:ns-a"),
 // made through the server's own IdentityAdmin (so it applies at once), logged in over POST /public/v2/service_auth.
 export async function makePrincipal(server: TestServer, name: string, grants: [string, string][]): Promise<Principal> {
-  const created = server.app.identity.createServiceAccount(name, grants);
+  const created = await server.app.identity.createServiceAccount(name, grants);
   const token = await fetchToken(server.url, created.clientId, created.clientSecret);
   return { id: created.account.id, name, clientId: created.clientId, clientSecret: created.clientSecret, token, auth: { authorization: `Bearer ${token}` } };
 }
@@ -50,10 +50,12 @@ export interface CommandResult {
 
 // `cloudplane-admin --data-dir DIR ...args` as a process of its own, from the sources, as an operator runs it
 // beside the server (npm run admin runs the built copy of the same file).
-export function runAdminCli(dataDir: string, args: string[]): Promise<CommandResult> {
+// `env` adds to the test's environment (DATABASE_URL: the command works on that database).
+export function runAdminCli(dataDir: string, args: string[], env: Record<string, string> = {}): Promise<CommandResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ["--import", "tsx", "src/operator/cloudplane-admin.ts", "--data-dir", dataDir, ...args], {
       stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, ...env },
     });
     let stdout = "";
     let stderr = "";

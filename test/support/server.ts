@@ -8,6 +8,8 @@ import type { App } from "../../src/server.js";
 import type { Clock } from "../../src/shared/clock.js";
 import type { Stage } from "../../src/pipeline/stage.js";
 import { loginAsAdmin } from "./credentials.js";
+import { createDatabase } from "./postgres.js";
+import type { TestDatabase } from "./postgres.js";
 import { tempDir } from "./temp-dir.js";
 
 // Settings every test server shares: a free port on loopback, a fixed master key, and the short minimums the
@@ -40,19 +42,25 @@ export interface TestServer {
   adminId: string;
   port: number;
   dataDir: string;
+  // The server's PostgreSQL database, or null on the embedded store (store-rows.ts reads either).
+  databaseUrl: string | null;
   app: App;
   config: Config;
   logs(): string;
   stop(): Promise<void>;
 }
 
-// Builds the real server in this process on port 0; tests call it over real sockets.
+// Builds the real server in this process on port 0; tests call it over real sockets. With DATABASE_URL set for the
+// test run (package.json "test" runs the foundation's scenarios so a second time), each server gets a new, empty
+// PostgreSQL database on that server, dropped at stop(); else the embedded store of its data directory.
 export async function startServer(
   opts: { env?: Record<string, string>; clock?: Clock; dataDir?: string; stages?: Stage[] } = {},
 ): Promise<TestServer> {
   const dir = opts.dataDir === undefined ? tempDir() : null;
   const dataDir = opts.dataDir ?? dir!.path;
-  const config = loadConfig([], { ...testEnv, DATA_DIR: dataDir, ...opts.env });
+  const database: TestDatabase | null = process.env.DATABASE_URL !== undefined && opts.env?.DATABASE_URL === undefined ? await createDatabase(process.env.DATABASE_URL) : null;
+  const databaseUrl = opts.env?.DATABASE_URL ?? database?.url ?? null;
+  const config = loadConfig([], { ...testEnv, DATA_DIR: dataDir, ...(database === null ? {} : { DATABASE_URL: database.url }), ...opts.env });
   if (config === "help") throw new Error("unreachable");
   let output = "";
   const sink = new Writable({
@@ -61,20 +69,22 @@ export async function startServer(
       callback();
     },
   });
-  const app = build(config, createLogger(config.logLevel, sink), { clock: opts.clock, extraStages: opts.stages });
+  const app = await build(config, createLogger(config.logLevel, sink), { clock: opts.clock, extraStages: opts.stages });
   const port = await app.listen();
   const url = `${config.tlsCertFile === "" ? "http" : "https"}://127.0.0.1:${port}`;
   return {
     url,
     token: await loginAsAdmin(url, dataDir),
-    adminId: app.identity.listServiceAccounts().find((a) => a.name === "admin")!.id,
+    adminId: (await app.identity.listServiceAccounts()).find((a) => a.name === "admin")!.id,
     port,
     dataDir,
+    databaseUrl,
     app,
     config,
     logs: () => output,
     async stop() {
       await app.close();
+      await database?.drop();
       dir?.remove();
     },
   };
@@ -94,8 +104,10 @@ export interface SpawnedServer {
 
 // Starts `src/main.ts` as a child process, as an operator would, and waits for its "listening" line.
 export async function spawnServer(opts: { dataDir: string; env?: Record<string, string> }): Promise<SpawnedServer> {
+  // A DATABASE_URL of the test run names the server to make databases on, not one for this server.
+  const { DATABASE_URL: _ignored, ...inherited } = process.env;
   const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
-    env: { ...process.env, ...testEnv, LOG_LEVEL: "info", DATA_DIR: opts.dataDir, ...opts.env },
+    env: { ...inherited, ...testEnv, LOG_LEVEL: "info", DATA_DIR: opts.dataDir, ...opts.env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let output = "";

@@ -35,21 +35,21 @@ describe("the audit trail stored a batch to a row", () => {
     expect(batchInRange(batches[1]!, { since: 4, until: 5, limit: 1 })).toBe(true);
   });
 
-  it("answers the operator's queries from the embedded store, a batch spanning the range included", () => {
+  it("answers the operator's queries from the embedded store, a batch spanning the range included", async () => {
     const db = new Database(":memory:");
     migrate(db);
     const store = new SqliteAuditStore(db);
-    store.append([record(100, "p-1", "/v1/keys/a"), record(200, "p-2", "/v1/keys/b")]);
-    store.append([]);
-    store.append([record(300, "p-1", "/v1/keys/c")]);
+    await store.append([record(100, "p-1", "/v1/keys/a"), record(200, "p-2", "/v1/keys/b")]);
+    await store.append([]);
+    await store.append([record(300, "p-1", "/v1/keys/c")]);
     expect(db.prepare("SELECT COUNT(*) FROM audit_batches").pluck().get()).toBe(2);
-    expect(store.query({ limit: 10 }).map((r) => r.at)).toEqual([100, 200, 300]);
-    expect(store.query({ since: 150, until: 300, limit: 10 }).map((r) => r.at)).toEqual([200]);
-    expect(store.query({ principal: "p-1", limit: 1 }).map((r) => r.at)).toEqual([100]);
+    expect((await store.query({ limit: 10 })).map((r) => r.at)).toEqual([100, 200, 300]);
+    expect((await store.query({ since: 150, until: 300, limit: 10 })).map((r) => r.at)).toEqual([200]);
+    expect((await store.query({ principal: "p-1", limit: 1 })).map((r) => r.at)).toEqual([100]);
     db.close();
   });
 
-  it("keeps the records stored before, one row each, as batches of one in their order", () => {
+  it("keeps the records stored before, one row each, as batches of one in their order", async () => {
     const db = new Database(":memory:");
     // A store as migration 4 left it: the trail a row to a record.
     db.exec(`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL) STRICT`);
@@ -58,7 +58,7 @@ describe("the audit trail stored a batch to a row", () => {
     const before = [record(5, "p-1", "/v1/keys/a"), record(3, "p-2", "/v1/keys/\"b\"", 9)];
     for (const r of before) insert.run(r.at, r.principal, r.method, r.protocol, r.scope, r.resource, r.code, r.requestId);
     migrate(db);
-    expect(new SqliteAuditStore(db).query({ limit: 10 })).toEqual(before);
+    expect(await new SqliteAuditStore(db).query({ limit: 10 })).toEqual(before);
     expect(db.prepare("SELECT name FROM sqlite_master WHERE name = 'audit_records'").get()).toBeUndefined();
     db.close();
   });

@@ -51,16 +51,16 @@ describe("Authenticator", () => {
   });
 
   async function token(name = "app"): Promise<{ text: string; principal: string; clientId: string; secret: string }> {
-    const account = admin.createServiceAccount(name);
+    const account = await admin.createServiceAccount(name);
     const issued = await auth.issueToken(account.clientId, account.clientSecret, caller.peerAddress, "kms");
     return { text: issued.text, principal: account.account.id, clientId: account.clientId, secret: account.clientSecret };
   }
 
   it("accepts a token with and without its Bearer prefix having been stripped, until it expires", async () => {
     const t = await token();
-    expect(auth.authenticate(credentials({ token: t.text }), caller, "kms")).toBe(t.principal);
+    expect(await auth.authenticate(credentials({ token: t.text }), caller, "kms")).toBe(t.principal);
     clock.advance(HOUR - 1);
-    expect(auth.authenticate(credentials({ token: t.text }), caller, "kms")).toBe(t.principal);
+    expect(await auth.authenticate(credentials({ token: t.text }), caller, "kms")).toBe(t.principal);
     clock.advance(1);
     const expired = await refusal(() => auth.authenticate(credentials({ token: t.text }), caller, "kms"));
     expect(expired.detail).toMatchObject({ code: "unauthenticated", reason: "UNAUTHENTICATED" });
@@ -73,15 +73,15 @@ describe("Authenticator", () => {
     const tampered = `${t.text.slice(0, -1)}${t.text.endsWith("A") ? "B" : "A"}`;
     expect((await refusal(() => auth.authenticate(credentials({ token: tampered }), caller, "kms"))).message).toContain("is not valid");
     expect((await refusal(() => auth.authenticate(credentials({ token: "garbage" }), caller, "kms"))).message).toContain("not one the server issued");
-    admin.revokeTokens("app");
+    await admin.revokeTokens("app");
     expect((await refusal(() => auth.authenticate(credentials({ token: t.text }), caller, "kms"))).message).toContain("revoked");
   });
 
   it("takes an API key only with its own workspace, and with a token only of the same principal", async () => {
     const t = await token();
-    const key = admin.createApiKey("app", "ws-1");
-    expect(auth.authenticate(credentials({ apiKey: key.text, workspaceId: "ws-1" }), caller, "compute")).toBe(t.principal);
-    expect(auth.authenticate(credentials({ token: t.text, apiKey: key.text, workspaceId: "ws-1" }), caller, "compute")).toBe(t.principal);
+    const key = await admin.createApiKey("app", "ws-1");
+    expect(await auth.authenticate(credentials({ apiKey: key.text, workspaceId: "ws-1" }), caller, "compute")).toBe(t.principal);
+    expect(await auth.authenticate(credentials({ token: t.text, apiKey: key.text, workspaceId: "ws-1" }), caller, "compute")).toBe(t.principal);
     const wrongWorkspace = await refusal(() => auth.authenticate(credentials({ apiKey: key.text, workspaceId: "ws-2" }), caller, "compute"));
     expect(wrongWorkspace.detail).toMatchObject({ code: "permission_denied", reason: "API_KEY_WORKSPACE_MISMATCH" });
     const noWorkspace = await refusal(() => auth.authenticate(credentials({ apiKey: key.text }), caller, "compute"));
@@ -89,7 +89,7 @@ describe("Authenticator", () => {
     const otherToken = await token("other-app");
     const mixed = await refusal(() => auth.authenticate(credentials({ token: otherToken.text, apiKey: key.text, workspaceId: "ws-1" }), caller, "compute"));
     expect(mixed.message).toContain("two different principals");
-    admin.revokeApiKey(key.key.id);
+    await admin.revokeApiKey(key.key.id);
     expect((await refusal(() => auth.authenticate(credentials({ apiKey: key.text, workspaceId: "ws-1" }), caller, "compute"))).message).toContain("revoked");
   });
 
@@ -100,13 +100,13 @@ describe("Authenticator", () => {
     }
     const limited = await refusal(() => auth.authenticate(credentials({ token: "cpat.x.y" }), caller, "kms"));
     expect(limited.detail).toMatchObject({ code: "resource_exhausted", reason: "AUTHENTICATION_RATE_LIMITED" });
-    expect(auth.authenticate(credentials({ token: t.text }), caller, "kms")).toBe(t.principal);
+    expect(await auth.authenticate(credentials({ token: t.text }), caller, "kms")).toBe(t.principal);
     // Another address is counted on its own.
     expect((await refusal(() => auth.authenticate(credentials({ token: "cpat.x.y" }), other, "kms"))).detail.code).toBe("unauthenticated");
   });
 
   it("refuses a client id that failed too often even with the right secret, and says nothing about which part was wrong", async () => {
-    const account = admin.createServiceAccount("target");
+    const account = await admin.createServiceAccount("target");
     const unknown = await refusal(() => auth.issueToken("sa-nobody", account.clientSecret, other.peerAddress, "compute"));
     const wrong = await refusal(() => auth.issueToken(account.clientId, "cpcs.x.y", other.peerAddress, "compute"));
     expect(unknown.message).toBe(wrong.message);
@@ -122,8 +122,34 @@ describe("Authenticator", () => {
 
   it("refuses the tokens of a revoked account, and a revoked account's secret", async () => {
     const t = await token();
-    admin.revokeServiceAccount("app");
+    await admin.revokeServiceAccount("app");
     expect((await refusal(() => auth.authenticate(credentials({ token: t.text }), caller, "kms"))).message).toContain("revoked");
     expect((await refusal(() => auth.issueToken(t.clientId, t.secret, other.peerAddress, "compute"))).detail.code).toBe("unauthenticated");
+  });
+
+  it("answers a cached credential synchronously, reads an unknown one from the store, and does not cache a read that a clear() overtook", async () => {
+    const t = await token();
+    const first = auth.authenticate(credentials({ token: t.text }), caller, "kms");
+    expect(first).toBeInstanceOf(Promise);
+    expect(await first).toBe(t.principal);
+    expect(auth.authenticate(credentials({ token: t.text }), caller, "kms")).toBe(t.principal);
+
+    // A revocation lands while a read of the token is in flight: the read saw the token live and answers this call
+    // with it, but must not be cached over the revocation.
+    auth.clear();
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const check = store.accessTokenCheck.bind(store);
+    store.accessTokenCheck = async (id) => {
+      const found = await check(id);
+      await held;
+      return found;
+    };
+    const inFlight = auth.authenticate(credentials({ token: t.text }), caller, "kms");
+    await admin.revokeTokens("app");
+    release();
+    expect(await inFlight).toBe(t.principal);
+    store.accessTokenCheck = check;
+    expect((await refusal(() => auth.authenticate(credentials({ token: t.text }), caller, "kms"))).message).toContain("revoked");
   });
 });

@@ -26,10 +26,19 @@ class GrantStore {
     this.grants.set(principalId, list);
   }
 
-  grantsOf(principalId: string): GrantRecord[] {
+  async grantsOf(principalId: string): Promise<GrantRecord[]> {
     this.reads++;
     return [...(this.grants.get(principalId) ?? [])];
   }
+}
+
+// The policy's decision on a principal, with its grants as the authorization stage gets them.
+async function decideFor(policy: AccessPolicy, principalId: string, permission: string, scope: Scope): Promise<string> {
+  return policy.decide(await policy.grantsOf(principalId), permission, scope);
+}
+
+async function somewhereFor(policy: AccessPolicy, principalId: string, permission: string): Promise<boolean> {
+  return policy.allowedSomewhere(await policy.grantsOf(principalId), permission);
 }
 
 function policyOver(store: GrantStore): AccessPolicy {
@@ -78,42 +87,57 @@ describe("AccessPolicy.decide", () => {
     ["vdc-editor", "compute.nodePools.delete", vdc("vdc-a"), "allowed"],
     ["vdc-editor", "compute.nodePools.delete", vdc("vdc-b"), "hidden"],
     ["b-editor", "kms.cryptoKeys.get", ns("a"), "hidden"],
-  ] as const)("%s asking %s on %o: %s", (principal, permission, scope, decision) => {
-    expect(policy.decide(principal, permission, scope)).toBe(decision);
+  ] as const)("%s asking %s on %o: %s", async (principal, permission, scope, decision) => {
+    expect(await decideFor(policy, principal, permission, scope)).toBe(decision);
   });
 
-  it("allowedSomewhere: whether any grant allows the permission, on whatever scope", () => {
-    expect(policy.allowedSomewhere("viewer", "kms.cryptoKeys.get")).toBe(true);
-    expect(policy.allowedSomewhere("viewer", "kms.cryptoKeys.destroy")).toBe(false);
-    expect(policy.allowedSomewhere("enc", "kms.cryptoKeys.encrypt")).toBe(true);
-    expect(policy.allowedSomewhere("enc", "kms.cryptoKeys.destroy")).toBe(false);
-    expect(policy.allowedSomewhere("b-editor", "kms.cryptoKeys.destroy")).toBe(true);
-    expect(policy.allowedSomewhere("nobody", "kms.cryptoKeys.get")).toBe(false);
+  it("allowedSomewhere: whether any grant allows the permission, on whatever scope", async () => {
+    expect(await somewhereFor(policy, "viewer", "kms.cryptoKeys.get")).toBe(true);
+    expect(await somewhereFor(policy, "viewer", "kms.cryptoKeys.destroy")).toBe(false);
+    expect(await somewhereFor(policy, "enc", "kms.cryptoKeys.encrypt")).toBe(true);
+    expect(await somewhereFor(policy, "enc", "kms.cryptoKeys.destroy")).toBe(false);
+    expect(await somewhereFor(policy, "b-editor", "kms.cryptoKeys.destroy")).toBe(true);
+    expect(await somewhereFor(policy, "nobody", "kms.cryptoKeys.get")).toBe(false);
   });
 });
 
 describe("AccessPolicy's cache", () => {
-  it("reads a principal's grants once, and again only after clear()", () => {
+  it("reads a principal's grants once, and again only after clear()", async () => {
     const store = new GrantStore();
     store.give("p", "viewer", "kms-namespace:a");
     const policy = policyOver(store);
-    expect(policy.decide("p", "kms.cryptoKeys.get", ns("a"))).toBe("allowed");
-    expect(policy.decide("p", "kms.cryptoKeys.destroy", ns("a"))).toBe("denied");
-    expect(policy.allowedSomewhere("p", "kms.cryptoKeys.get")).toBe(true);
+    expect(await decideFor(policy, "p", "kms.cryptoKeys.get", ns("a"))).toBe("allowed");
+    expect(await decideFor(policy, "p", "kms.cryptoKeys.destroy", ns("a"))).toBe("denied");
+    expect(await somewhereFor(policy, "p", "kms.cryptoKeys.get")).toBe(true);
     expect(store.reads).toBe(1);
     store.give("p", "editor", "kms-namespace:a");
     // Until told, the cached grants decide.
-    expect(policy.decide("p", "kms.cryptoKeys.destroy", ns("a"))).toBe("denied");
+    expect(await decideFor(policy, "p", "kms.cryptoKeys.destroy", ns("a"))).toBe("denied");
     policy.clear();
-    expect(policy.decide("p", "kms.cryptoKeys.destroy", ns("a"))).toBe("allowed");
+    expect(await decideFor(policy, "p", "kms.cryptoKeys.destroy", ns("a"))).toBe("allowed");
     expect(store.reads).toBe(2);
   });
 
-  it("caches a principal without grants too (hidden everywhere), until clear()", () => {
+  it("answers cached grants synchronously, and does not cache a read that a clear() overtook", async () => {
+    const store = new GrantStore();
+    store.give("p", "viewer", "kms-namespace:a");
+    const policy = policyOver(store);
+    const inFlight = policy.grantsOf("p");
+    expect(inFlight).toBeInstanceOf(Promise);
+    policy.clear();
+    store.grants.clear();
+    expect((await inFlight).length).toBe(1);
+    // The read that started before clear() was not cached: the store is read again.
+    expect(await decideFor(policy, "p", "kms.cryptoKeys.get", ns("a"))).toBe("hidden");
+    expect(store.reads).toBe(2);
+    expect(Array.isArray(policy.grantsOf("p"))).toBe(true);
+  });
+
+  it("caches a principal without grants too (hidden everywhere), until clear()", async () => {
     const store = new GrantStore();
     const policy = policyOver(store);
-    expect(policy.decide("q", "kms.cryptoKeys.get", ns("a"))).toBe("hidden");
-    expect(policy.decide("q", "kms.cryptoKeys.get", ns("a"))).toBe("hidden");
+    expect(await decideFor(policy, "q", "kms.cryptoKeys.get", ns("a"))).toBe("hidden");
+    expect(await decideFor(policy, "q", "kms.cryptoKeys.get", ns("a"))).toBe("hidden");
     expect(store.reads).toBe(1);
   });
 });
@@ -126,20 +150,20 @@ describe("AccessPolicy over the SQLite store, with grants made as the operator m
     dir.remove();
   });
 
-  it("decides from the stored grants, and sees a revoked grant after clear()", () => {
+  it("decides from the stored grants, and sees a revoked grant after clear()", async () => {
     const store = new SqliteIdentityStore(db);
     const policy = new AccessPolicy(store);
     const admin = new IdentityAdmin(store, systemClock, () => policy.clear());
-    const app = admin.createServiceAccount("orders-app", [["encrypterDecrypter", "kms-namespace:orders"]]);
-    const grant = admin.grant("orders-app", "viewer", "service-instance:*");
+    const app = await admin.createServiceAccount("orders-app", [["encrypterDecrypter", "kms-namespace:orders"]]);
+    const grant = await admin.grant("orders-app", "viewer", "service-instance:*");
     const id = app.account.id;
-    expect(policy.decide(id, "kms.cryptoKeys.encrypt", ns("orders"))).toBe("allowed");
-    expect(policy.decide(id, "kms.cryptoKeys.decrypt", ns("orders"))).toBe("allowed");
-    expect(policy.decide(id, "kms.cryptoKeys.destroy", ns("orders"))).toBe("denied");
-    expect(policy.decide(id, "kms.cryptoKeys.encrypt", ns("billing"))).toBe("hidden");
-    expect(policy.decide(id, "compute.nodePools.list", vdc("vdc-a"))).toBe("allowed");
-    expect(policy.decide(id, "compute.nodePools.create", vdc("vdc-a"))).toBe("denied");
-    admin.revokeGrant(grant.id);
-    expect(policy.decide(id, "compute.nodePools.list", vdc("vdc-a"))).toBe("hidden");
+    expect(await decideFor(policy, id, "kms.cryptoKeys.encrypt", ns("orders"))).toBe("allowed");
+    expect(await decideFor(policy, id, "kms.cryptoKeys.decrypt", ns("orders"))).toBe("allowed");
+    expect(await decideFor(policy, id, "kms.cryptoKeys.destroy", ns("orders"))).toBe("denied");
+    expect(await decideFor(policy, id, "kms.cryptoKeys.encrypt", ns("billing"))).toBe("hidden");
+    expect(await decideFor(policy, id, "compute.nodePools.list", vdc("vdc-a"))).toBe("allowed");
+    expect(await decideFor(policy, id, "compute.nodePools.create", vdc("vdc-a"))).toBe("denied");
+    await admin.revokeGrant(grant.id);
+    expect(await decideFor(policy, id, "compute.nodePools.list", vdc("vdc-a"))).toBe("hidden");
   });
 });

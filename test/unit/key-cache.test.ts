@@ -170,7 +170,7 @@ describe("KeyCache: key reads after each mutation", () => {
     const { key } = await newKey();
     const sealed = await manager.encrypt(key.id, 1, Buffer.from("x"), NO_AAD);
     const next = randomBytes(32);
-    rewrapMasterKey({ store, dataDir: dir.path, current: { key: master, origin: "MASTER_KEY", ownFile: null }, next, nextOrigin: "next", now: clock.now(), report: () => {} });
+    await rewrapMasterKey({ store, dataDir: dir.path, current: { key: master, origin: "MASTER_KEY", ownFile: null }, next, nextOrigin: "next", now: clock.now(), report: () => {} });
     const before = cachedReads(manager, key.id);
     master = new MasterKey(next);
     expect(await storedReads(key.id)).toEqual(before);
@@ -234,5 +234,46 @@ describe("KeyCache: key reads after each mutation", () => {
     expect(get(key.id)).toBe(scheduled);
     clock.advance(1);
     expect(get(key.id).primary?.state).toBe(CryptoKeyVersion_State.DESTROYED);
+  });
+
+  it("follows another server's changes: an evicted entry is read again, a load an eviction overtook is not kept, a distrusted cache keeps nothing", async () => {
+    const cache = new KeyCache(master, 1000);
+    const here = new KeyManager(store, cache, master, clock, { destroyGraceMs: GRACE });
+    const { key } = await newKey();
+    await here.encrypt(key.id, 1, Buffer.from("x"), NO_AAD);
+    // Another server (here: `manager`, with a cache of its own) makes version 2 primary and disables version 1.
+    await manager.createVersion(key.id, null);
+    await manager.setPrimary(key.id, 2);
+    await manager.transition(key.id, 1, "disable");
+    // Until told, this server's entry answers.
+    expect(await reason(() => here.encrypt(key.id, 1, Buffer.from("x"), NO_AAD))).toBe("no error");
+    cache.evict(key.id);
+    const reads = store.reads;
+    expect(await reason(() => here.encrypt(key.id, 1, Buffer.from("x"), NO_AAD))).toBe("CRYPTO_KEY_VERSION_NOT_ENABLED");
+    expect(store.reads).toBe(reads + 1);
+
+    // A load that started before an eviction is not installed: the change it may have missed is read next time.
+    cache.evict(key.id);
+    let release!: () => void;
+    store.hold = new Promise((resolve) => (release = resolve));
+    const loading = here.getKey(key.id);
+    cache.evict(key.id);
+    release();
+    await loading;
+    store.hold = null;
+    expect(here.getKey(key.id)).toBeInstanceOf(Promise);
+    await here.getKey(key.id);
+    expect(here.getKey(key.id)).not.toBeInstanceOf(Promise);
+
+    // While the feed cannot vouch for the cache, nothing is served from it or kept in it.
+    cache.trust(false);
+    expect(here.getKey(key.id)).toBeInstanceOf(Promise);
+    await here.getKey(key.id);
+    expect(here.getKey(key.id)).toBeInstanceOf(Promise);
+    await here.encrypt(key.id, 2, Buffer.from("x"), NO_AAD);
+    expect(here.sealingKey(key.id, 2)).toBeInstanceOf(Promise);
+    cache.trust(true);
+    await here.getKey(key.id);
+    expect(here.getKey(key.id)).not.toBeInstanceOf(Promise);
   });
 });

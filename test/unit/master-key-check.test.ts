@@ -67,7 +67,7 @@ describe("master key check value", () => {
     dir.remove();
   });
 
-  it("is a MAC of a constant: the same for one key, different for another, with a short key id", () => {
+  it("is a MAC of a constant: the same for one key, different for another, with a short key id", async () => {
     const bytes = material();
     const a = masterKeyCheck(new MasterKey(bytes));
     expect(masterKeyCheck(new MasterKey(Buffer.from(bytes)))).toEqual(a);
@@ -79,18 +79,18 @@ describe("master key check value", () => {
     expect(masterKeyCheck(new MasterKey(material())).keyId).not.toBe(a.keyId);
   });
 
-  it("is recorded on an empty store; then only that key is accepted, and a refusal changes nothing", () => {
+  it("is recorded on an empty store; then only that key is accepted, and a refusal changes nothing", async () => {
     const right = new MasterKey(material());
     const wrong = new MasterKey(material());
-    expect(judgeMasterKey(right, store)).toEqual({ kind: "nothing-to-check" });
-    expect(requireMatchingMasterKey(right, store, { origin: "MASTER_KEY", dataDir: "/d" }, 5)).toEqual({ kind: "nothing-to-check" });
-    expect(store.readMasterKeyCheck()).toEqual({ ...masterKeyCheck(right), checkValue: Buffer.from(masterKeyCheck(right).checkValue) });
-    expect(judgeMasterKey(right, store)).toEqual({ kind: "matches" });
+    expect(await judgeMasterKey(right, store)).toEqual({ kind: "nothing-to-check" });
+    expect(await requireMatchingMasterKey(right, store, { origin: "MASTER_KEY", dataDir: "/d" }, 5)).toEqual({ kind: "nothing-to-check" });
+    expect(await store.readMasterKeyCheck()).toEqual({ ...masterKeyCheck(right), checkValue: Buffer.from(masterKeyCheck(right).checkValue) });
+    expect(await judgeMasterKey(right, store)).toEqual({ kind: "matches" });
 
     const before = storeSnapshot(dir.path);
     const refuse = () => requireMatchingMasterKey(wrong, store, { origin: "MASTER_KEY", dataDir: "/d" }, 6);
-    expect(refuse).toThrow(MasterKeyMismatchError);
-    expect(refuse).toThrow(
+    await expect(refuse()).rejects.toThrow(MasterKeyMismatchError);
+    await expect(refuse()).rejects.toThrow(
       `the master key from MASTER_KEY (key id ${masterKeyCheck(wrong).keyId}) does not match the one the data directory /d ` +
         `was written with (key id ${masterKeyCheck(right).keyId}, from the check value stored with the data); nothing was changed. ` +
         "Start with the original master key (MASTER_KEY, MASTER_KEY_FILE or <data-dir>/master.key), or, to move the data to " +
@@ -103,86 +103,86 @@ describe("master key check value", () => {
     const right = new MasterKey(material());
     const wrong = new MasterKey(material());
     await writeKeys(right, 2);
-    expect(store.readMasterKeyCheck()).toBeNull();
+    expect(await store.readMasterKeyCheck()).toBeNull();
 
     const before = storeSnapshot(dir.path);
-    const verdict = judgeMasterKey(wrong, store);
+    const verdict = await judgeMasterKey(wrong, store);
     expect(verdict.kind).toBe("cannot-unwrap");
-    expect(() => requireMatchingMasterKey(wrong, store, { origin: "/k", dataDir: "/d" }, 1)).toThrow(
+    await expect(requireMatchingMasterKey(wrong, store, { origin: "/k", dataDir: "/d" }, 1)).rejects.toThrow(
       /^the master key from \/k \(key id [0-9a-f]{16}\) cannot unwrap the stored material of key [a-z2-7]{20} version \d: the data directory \/d was written with another master key; nothing was changed/,
     );
     expect(storeSnapshot(dir.path)).toEqual(before);
 
-    expect(requireMatchingMasterKey(right, store, { origin: "/k", dataDir: "/d" }, 1)).toEqual({ kind: "unwraps" });
-    expect(store.readMasterKeyCheck()?.keyId).toBe(masterKeyCheck(right).keyId);
-    expect(judgeMasterKey(wrong, store)).toEqual({ kind: "mismatch", storedKeyId: masterKeyCheck(right).keyId });
+    expect(await requireMatchingMasterKey(right, store, { origin: "/k", dataDir: "/d" }, 1)).toEqual({ kind: "unwraps" });
+    expect((await store.readMasterKeyCheck())?.keyId).toBe(masterKeyCheck(right).keyId);
+    expect(await judgeMasterKey(wrong, store)).toEqual({ kind: "mismatch", storedKeyId: masterKeyCheck(right).keyId });
   });
 
-  it("refuses a check value of a scheme it does not know rather than guessing", () => {
-    store.recordMasterKeyCheck({ scheme: "future-v9", keyId: "x", checkValue: Buffer.alloc(32) }, 1);
-    expect(() => judgeMasterKey(new MasterKey(material()), store)).toThrow('unknown scheme "future-v9"');
+  it("refuses a check value of a scheme it does not know rather than guessing", async () => {
+    await store.recordMasterKeyCheck({ scheme: "future-v9", keyId: "x", checkValue: Buffer.alloc(32) }, 1);
+    await expect(judgeMasterKey(new MasterKey(material()), store)).rejects.toThrow('unknown scheme "future-v9"');
   });
 
   describe("the data directory's own master.key", () => {
-    it("is generated (0600) for a store that never held a key, and its check value recorded", () => {
-      const key = loadMasterKey(ownLayout(), store, notify);
+    it("is generated (0600) for a store that never held a key, and its check value recorded", async () => {
+      const key = await loadMasterKey(ownLayout(), store, notify);
       expect(statSync(keyFile()).mode & 0o777).toBe(0o600);
       expect(masterKeyCheck(key)).toEqual(masterKeyCheck(new MasterKey(Buffer.from(readFileSync(keyFile(), "utf8"), "base64"))));
-      expect(store.readMasterKeyCheck()?.keyId).toBe(masterKeyCheck(key).keyId);
+      expect((await store.readMasterKeyCheck())?.keyId).toBe(masterKeyCheck(key).keyId);
       expect(notices).toEqual(["created a new master key; back it up: without it no stored key can be used"]);
     });
 
     it("is never generated for a store that holds keys, or that recorded a check value", async () => {
       await writeKeys(new MasterKey(material()), 1);
-      expect(() => loadMasterKey(ownLayout(), store, notify)).toThrow(MasterKeyMissingError);
-      expect(() => loadMasterKey(ownLayout(), store, notify)).toThrow(`the master key file ${keyFile()} is missing, but the data directory`);
+      await expect(loadMasterKey(ownLayout(), store, notify)).rejects.toThrow(MasterKeyMissingError);
+      await expect(loadMasterKey(ownLayout(), store, notify)).rejects.toThrow(`the master key file ${keyFile()} is missing, but the data directory`);
       expect(existsSync(keyFile())).toBe(false);
 
       db.exec("DELETE FROM kms_versions; DELETE FROM kms_keys");
-      store.recordMasterKeyCheck(masterKeyCheck(new MasterKey(material())), 1);
-      expect(() => loadMasterKey(ownLayout(), store, notify)).toThrow(/key id [0-9a-f]{16}\); no new one was generated/);
+      await store.recordMasterKeyCheck(masterKeyCheck(new MasterKey(material())), 1);
+      await expect(loadMasterKey(ownLayout(), store, notify)).rejects.toThrow(/key id [0-9a-f]{16}\); no new one was generated/);
       expect(existsSync(keyFile())).toBe(false);
     });
 
-    it("is kept, and master.key.new discarded, when the data is still under master.key (re-wrap not committed)", () => {
+    it("is kept, and master.key.new discarded, when the data is still under master.key (re-wrap not committed)", async () => {
       const current = material();
       writeFileSync(keyFile(), masterKeyFileText(current), { mode: 0o600 });
       writeFileSync(stagedFile(), masterKeyFileText(material()), { mode: 0o600 });
       writeFileSync(`${stagedFile()}.tmp`, "half", { mode: 0o600 });
-      store.recordMasterKeyCheck(masterKeyCheck(new MasterKey(current)), 1);
-      const key = loadMasterKey(ownLayout(), store, notify);
+      await store.recordMasterKeyCheck(masterKeyCheck(new MasterKey(current)), 1);
+      const key = await loadMasterKey(ownLayout(), store, notify);
       expect(masterKeyCheck(key).keyId).toBe(masterKeyCheck(new MasterKey(current)).keyId);
       expect([existsSync(stagedFile()), existsSync(`${stagedFile()}.tmp`)]).toEqual([false, false]);
       expect(readFileSync(keyFile(), "utf8")).toBe(masterKeyFileText(current));
       expect(notices[0]).toMatch(/had not committed/);
     });
 
-    it("is replaced by master.key.new when the data is already under it (re-wrap committed, rename not done)", () => {
+    it("is replaced by master.key.new when the data is already under it (re-wrap committed, rename not done)", async () => {
       const next = material();
       writeFileSync(keyFile(), masterKeyFileText(material()), { mode: 0o600 });
       writeFileSync(stagedFile(), masterKeyFileText(next), { mode: 0o600 });
-      store.recordMasterKeyCheck(masterKeyCheck(new MasterKey(next)), 1);
-      const key = loadMasterKey(ownLayout(), store, notify);
+      await store.recordMasterKeyCheck(masterKeyCheck(new MasterKey(next)), 1);
+      const key = await loadMasterKey(ownLayout(), store, notify);
       expect(masterKeyCheck(key).keyId).toBe(masterKeyCheck(new MasterKey(next)).keyId);
       expect(existsSync(stagedFile())).toBe(false);
       expect(readFileSync(keyFile(), "utf8")).toBe(masterKeyFileText(next));
       expect(notices[0]).toMatch(/finished an interrupted master key re-wrap/);
     });
 
-    it("is left with master.key.new for the operator when neither matches, and start-up refuses", () => {
+    it("is left with master.key.new for the operator when neither matches, and start-up refuses", async () => {
       const [a, b] = [material(), material()];
       writeFileSync(keyFile(), masterKeyFileText(a), { mode: 0o600 });
       writeFileSync(stagedFile(), masterKeyFileText(b), { mode: 0o600 });
-      store.recordMasterKeyCheck(masterKeyCheck(new MasterKey(material())), 1);
-      expect(() => loadMasterKey(ownLayout(), store, notify)).toThrow(MasterKeyMismatchError);
+      await store.recordMasterKeyCheck(masterKeyCheck(new MasterKey(material())), 1);
+      await expect(loadMasterKey(ownLayout(), store, notify)).rejects.toThrow(MasterKeyMismatchError);
       expect(readFileSync(keyFile(), "utf8")).toBe(masterKeyFileText(a));
       expect(readFileSync(stagedFile(), "utf8")).toBe(masterKeyFileText(b));
     });
 
-    it("is not looked at when the key comes from MASTER_KEY", () => {
+    it("is not looked at when the key comes from MASTER_KEY", async () => {
       const chosen = material();
       writeFileSync(stagedFile(), masterKeyFileText(material()), { mode: 0o600 });
-      const resolved = resolveMasterKey({ masterKey: chosen.toString("base64"), masterKeyFile: "", dataDir: dir.path }, store, notify);
+      const resolved = await resolveMasterKey({ masterKey: chosen.toString("base64"), masterKeyFile: "", dataDir: dir.path }, store, notify);
       expect(resolved.ownFile).toBeNull();
       expect(existsSync(stagedFile())).toBe(true);
       expect(existsSync(keyFile())).toBe(false);
@@ -213,12 +213,12 @@ describe("master key check value", () => {
       db.prepare("UPDATE kms_versions SET state = 'DESTROYED', wrapped_material = NULL WHERE id = 1 AND rowid = (SELECT min(rowid) FROM kms_versions)").run();
       const before = wrappedRows();
 
-      const outcome = rewrapMasterKey(plan(old, next));
+      const outcome = await rewrapMasterKey(plan(old, next));
       expect(outcome).toEqual({ rewrapped: 5, oldKeyId: masterKeyCheck(new MasterKey(old)).keyId, newKeyId: masterKeyCheck(new MasterKey(next)).keyId });
       expect(steps).toEqual(["verified", "new-key-staged", "rewrapping", "committed", "key-replaced"]);
       expect(readFileSync(keyFile(), "utf8")).toBe(masterKeyFileText(next));
       expect(existsSync(stagedFile())).toBe(false);
-      expect(judgeMasterKey(new MasterKey(next), store)).toEqual({ kind: "matches" });
+      expect(await judgeMasterKey(new MasterKey(next), store)).toEqual({ kind: "matches" });
       const after = wrappedRows();
       expect(after.map((r) => [r.key_id, r.id])).toEqual(before.map((r) => [r.key_id, r.id]));
       for (const [i, row] of after.entries()) {
@@ -236,10 +236,10 @@ describe("master key check value", () => {
     it("with MASTER_KEY or MASTER_KEY_FILE, re-wraps the data and writes no key file", async () => {
       const [old, next] = [material(), material()];
       await writeKeys(new MasterKey(old), 1);
-      rewrapMasterKey(plan(old, next, false));
+      await rewrapMasterKey(plan(old, next, false));
       expect(steps).toEqual(["verified", "rewrapping", "committed"]);
       expect([existsSync(keyFile()), existsSync(stagedFile())]).toEqual([false, false]);
-      expect(judgeMasterKey(new MasterKey(next), store)).toEqual({ kind: "matches" });
+      expect(await judgeMasterKey(new MasterKey(next), store)).toEqual({ kind: "matches" });
       expect(notices.at(-1)).toMatch(/start the server with it \(MASTER_KEY_FILE=\/new.key/);
     });
 
@@ -248,8 +248,8 @@ describe("master key check value", () => {
       writeFileSync(keyFile(), masterKeyFileText(old), { mode: 0o600 });
       await writeKeys(new MasterKey(old), 1);
       const before = storeSnapshot(dir.path);
-      expect(() => rewrapMasterKey(plan(material(), material()))).toThrow(MasterKeyMismatchError);
-      expect(() => rewrapMasterKey(plan(old, Buffer.from(old)))).toThrow("is the one configured now");
+      await expect(rewrapMasterKey(plan(material(), material()))).rejects.toThrow(MasterKeyMismatchError);
+      await expect(rewrapMasterKey(plan(old, Buffer.from(old)))).rejects.toThrow("is the one configured now");
       expect(storeSnapshot(dir.path)).toEqual(before);
       expect(existsSync(stagedFile())).toBe(false);
     });
@@ -258,12 +258,12 @@ describe("master key check value", () => {
       const old = material();
       writeFileSync(keyFile(), masterKeyFileText(old), { mode: 0o600 });
       await writeKeys(new MasterKey(old), 3);
-      requireMatchingMasterKey(new MasterKey(old), store, { origin: "k", dataDir: "d" }, 1);
+      await requireMatchingMasterKey(new MasterKey(old), store, { origin: "k", dataDir: "d" }, 1);
       // The last row in re-wrap order, so that every other row has been re-wrapped when it fails.
       const last = wrappedRows().at(-1)!;
       db.prepare("UPDATE kms_versions SET wrapped_material = ? WHERE key_id = ? AND id = ?").run(randomBytes(60), last.key_id, last.id);
       const before = storeSnapshot(dir.path);
-      expect(() => rewrapMasterKey(plan(old, material()))).toThrow(`the stored material of key ${last.key_id} version ${last.id} does not unwrap`);
+      await expect(rewrapMasterKey(plan(old, material()))).rejects.toThrow(`the stored material of key ${last.key_id} version ${last.id} does not unwrap`);
       expect(steps).toEqual(["verified", "new-key-staged", "rewrapping"]);
       expect(storeSnapshot(dir.path)).toEqual(before);
       expect(existsSync(stagedFile())).toBe(false);

@@ -1,16 +1,13 @@
 import type { Authenticator } from "../../identity/authenticator.js";
 import { unauthenticated } from "../../identity/identity-errors.js";
-import type { Stage } from "../stage.js";
+import type { Call } from "../call.js";
+import type { Next, Outcome, Stage } from "../stage.js";
 
 // Establishes who the caller is from the credentials the credentials stage read; refuses a caller who is not
 // authenticated (UNAUTHENTICATED), except on the public methods (health, reflection, obtaining a token).
 export function authenticationStage(authenticator: Authenticator): Stage {
-  return (call, next) => {
+  function admit(call: Call, principal: string, next: Next): Outcome {
     const policy = call.entry.policy;
-    if (policy.public) return next(call);
-    const principal = authenticator.authenticate(call.credentials, call, policy.domain);
-    // A failure is counted against the caller's address before it is answered, asynchronously.
-    if (typeof principal !== "string") return principal;
     // The configuration calls of the public API v2 take all three headers (CONTRACT section 6): an API key alone
     // identifies its principal, but the document asks for the token as well.
     if (policy.requiresApiKey) {
@@ -23,5 +20,15 @@ export function authenticationStage(authenticator: Authenticator): Stage {
     }
     call.principal = principal;
     return next(call);
+  }
+
+  return (call, next) => {
+    const policy = call.entry.policy;
+    if (policy.public) return next(call);
+    const principal = authenticator.authenticate(call.credentials, call, policy.domain);
+    // Cached credentials answer synchronously. One not cached is read from the store first, and a failure is counted
+    // against the caller's address before it is answered, asynchronously.
+    if (typeof principal === "string") return admit(call, principal, next);
+    return principal.then((found) => admit(call, found, next));
   };
 }

@@ -16,13 +16,13 @@ export class SqliteAuditStore implements AuditStore {
     this.insert = db.prepare("INSERT INTO audit_batches (first_at, last_at, records) VALUES (?, ?, ?)");
   }
 
-  append(records: readonly AuditRecord[]): void {
+  async append(records: readonly AuditRecord[]): Promise<void> {
     if (records.length === 0) return;
     const row = encodeBatch(records);
     this.insert.run(row.first_at, row.last_at, row.records);
   }
 
-  query(filter: AuditFilter): AuditRecord[] {
+  async query(filter: AuditFilter): Promise<AuditRecord[]> {
     const where: string[] = [];
     const params: number[] = [];
     if (filter.since !== undefined) {

@@ -1,115 +1,13 @@
 import type Database from "better-sqlite3";
 import { alreadyExists } from "../../errors/domain-error.js";
 import { mergeVersions } from "../../kms/model.js";
-import type { Algorithm, CryptoKeyRecord, CryptoKeyVersionRecord, KeyAggregate, VersionState } from "../../kms/model.js";
+import type { CryptoKeyRecord, KeyAggregate } from "../../kms/model.js";
 import type { KeyMutation, KeyPage, KmsStore, MasterKeyCheckRecord, MasterKeyStore, WrappedMaterial } from "../kms-store.js";
-
-interface KeyRow {
-  id: string;
-  parent_id: string;
-  name: string;
-  description: string;
-  owner: string;
-  labels: string;
-  rotation_period_ms: number | null;
-  next_rotation_at: number | null;
-  default_algorithm: string;
-  primary_version_id: number | null;
-  next_version_id: number;
-  created_at: number;
-  gone_at: number | null;
-}
-
-interface VersionRow {
-  key_id: string;
-  id: number;
-  state: string;
-  algorithm: string;
-  created_at: number;
-  destroy_at: number | null;
-  wrapped_material: Buffer | null;
-}
-
-interface MasterKeyRow {
-  scheme: string;
-  key_id: string;
-  check_value: Buffer;
-}
-
-interface WrappedRow {
-  key_id: string;
-  id: number;
-  wrapped_material: Buffer;
-}
-
-const wrappedFromRow = (r: WrappedRow): WrappedMaterial => ({ keyId: r.key_id, versionId: r.id, wrappedMaterial: r.wrapped_material });
+import { keyFromRow, keyParams, masterKeyCheckFromRow, masterKeyCheckParams, versionFromRow, versionParams, wrappedFromRow } from "../rows.js";
+import type { KeyRow, MasterKeyRow, VersionRow, WrappedRow } from "../rows.js";
 
 // Re-wrapping reads the materials in pages, since better-sqlite3 runs no write while a read is still iterating.
 const REWRAP_PAGE = 500;
-
-function keyFromRow(r: KeyRow): CryptoKeyRecord {
-  return {
-    id: r.id,
-    parentId: r.parent_id,
-    name: r.name,
-    description: r.description,
-    owner: r.owner,
-    labels: JSON.parse(r.labels) as string[],
-    rotationPeriodMs: r.rotation_period_ms,
-    nextRotationAt: r.next_rotation_at,
-    defaultAlgorithm: r.default_algorithm as Algorithm,
-    primaryVersionId: r.primary_version_id,
-    nextVersionId: r.next_version_id,
-    createdAt: r.created_at,
-    goneAt: r.gone_at,
-  };
-}
-
-function versionFromRow(r: VersionRow): CryptoKeyVersionRecord {
-  return {
-    keyId: r.key_id,
-    id: r.id,
-    state: r.state as VersionState,
-    algorithm: r.algorithm as Algorithm,
-    createdAt: r.created_at,
-    destroyAt: r.destroy_at,
-    wrappedMaterial: r.wrapped_material,
-  };
-}
-
-function keyParams(k: CryptoKeyRecord) {
-  return {
-    id: k.id,
-    parent_id: k.parentId,
-    name: k.name,
-    description: k.description,
-    owner: k.owner,
-    labels: JSON.stringify(k.labels),
-    rotation_period_ms: k.rotationPeriodMs,
-    next_rotation_at: k.nextRotationAt,
-    default_algorithm: k.defaultAlgorithm,
-    primary_version_id: k.primaryVersionId,
-    next_version_id: k.nextVersionId,
-    created_at: k.createdAt,
-    gone_at: k.goneAt,
-  };
-}
-
-function versionParams(v: CryptoKeyVersionRecord) {
-  return {
-    key_id: v.keyId,
-    id: v.id,
-    state: v.state,
-    algorithm: v.algorithm,
-    created_at: v.createdAt,
-    destroy_at: v.destroyAt,
-    wrapped_material: v.wrappedMaterial === null ? null : Buffer.from(v.wrappedMaterial),
-  };
-}
-
-function checkParams(check: MasterKeyCheckRecord, now: number) {
-  return { scheme: check.scheme, key_id: check.keyId, check_value: Buffer.from(check.checkValue), recorded_at: now };
-}
 
 // better-sqlite3 is synchronous, so each method runs to completion without interleaving; transactions make
 // the multi-row writes atomic and durable before the promise resolves.
@@ -233,29 +131,29 @@ export class SqliteKmsStore implements KmsStore, MasterKeyStore {
     return this.stmt.dueRotation.pluck().all(now, limit) as string[];
   }
 
-  readMasterKeyCheck(): MasterKeyCheckRecord | null {
+  async readMasterKeyCheck(): Promise<MasterKeyCheckRecord | null> {
     const row = this.stmt.getMasterKeyCheck.get() as MasterKeyRow | undefined;
-    return row === undefined ? null : { scheme: row.scheme, keyId: row.key_id, checkValue: row.check_value };
+    return row === undefined ? null : masterKeyCheckFromRow(row);
   }
 
-  recordMasterKeyCheck(check: MasterKeyCheckRecord, now: number): void {
-    this.stmt.insertMasterKeyCheck.run(checkParams(check, now));
+  async recordMasterKeyCheck(check: MasterKeyCheckRecord, now: number): Promise<void> {
+    this.stmt.insertMasterKeyCheck.run(masterKeyCheckParams(check, now));
   }
 
-  holdsKeys(): boolean {
+  async holdsKeys(): Promise<boolean> {
     return this.stmt.anyKey.get() !== undefined;
   }
 
-  anyWrappedMaterial(): WrappedMaterial | null {
+  async anyWrappedMaterial(): Promise<WrappedMaterial | null> {
     const row = this.stmt.anyWrapped.get() as WrappedRow | undefined;
     return row === undefined ? null : wrappedFromRow(row);
   }
 
-  countWrappedMaterial(): number {
+  async countWrappedMaterial(): Promise<number> {
     return this.stmt.countWrapped.pluck().get() as number;
   }
 
-  rewrapAll(rewrap: (material: WrappedMaterial) => Uint8Array, check: MasterKeyCheckRecord, now: number): number {
+  async rewrapAll(rewrap: (material: WrappedMaterial) => Uint8Array, check: MasterKeyCheckRecord, now: number): Promise<number> {
     return this.db
       .transaction(() => {
         let done = 0;
@@ -270,7 +168,7 @@ export class SqliteKmsStore implements KmsStore, MasterKeyStore {
           if (rows.length < REWRAP_PAGE || last === undefined) break;
           after = [last.key_id, last.id];
         }
-        this.stmt.replaceMasterKeyCheck.run(checkParams(check, now));
+        this.stmt.replaceMasterKeyCheck.run(masterKeyCheckParams(check, now));
         return done;
       })
       .immediate();

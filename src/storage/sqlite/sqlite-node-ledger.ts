@@ -1,16 +1,7 @@
 import type Database from "better-sqlite3";
 import type { NodeLedger, PlacedNodes, Reservation } from "../node-ledger.js";
-
-interface PlacedRow {
-  node_pool_id: string;
-  cluster_id: string;
-  reserved: number;
-  ready: number;
-}
-
-function placedFromRow(r: PlacedRow): PlacedNodes {
-  return { clusterId: r.cluster_id, nodePoolId: r.node_pool_id, reserved: r.reserved, ready: r.ready };
-}
+import { placedFromRow, placedParams } from "../rows.js";
+import type { PlacedRow } from "../rows.js";
 
 // The capacity check and the reservation run in one IMMEDIATE transaction: no other writer can place nodes in
 // between, so the pools of a cluster never hold more than its capacity.
@@ -24,7 +15,7 @@ export class SqliteNodeLedger implements NodeLedger {
         "SELECT COALESCE(SUM(reserved), 0) FROM compute_simulated_nodes WHERE cluster_id = ? AND node_pool_id <> ?",
       ),
       upsert: db.prepare(
-        `INSERT INTO compute_simulated_nodes (node_pool_id, cluster_id, reserved, ready) VALUES (@pool, @cluster, @reserved, @ready)
+        `INSERT INTO compute_simulated_nodes (node_pool_id, cluster_id, reserved, ready) VALUES (@node_pool_id, @cluster_id, @reserved, @ready)
          ON CONFLICT (node_pool_id) DO UPDATE SET reserved = excluded.reserved, ready = excluded.ready`,
       ),
       setReady: db.prepare("UPDATE compute_simulated_nodes SET ready = ? WHERE node_pool_id = ?"),
@@ -48,7 +39,7 @@ export class SqliteNodeLedger implements NodeLedger {
         if (current !== null && current.reserved >= nodes) return { ok: true };
         const others = this.stmt.reservedByOthers.pluck().get(clusterId, nodePoolId) as number;
         if (others + nodes > capacity) return { ok: false, free: Math.max(0, capacity - others) };
-        this.stmt.upsert.run({ pool: nodePoolId, cluster: clusterId, reserved: nodes, ready: current?.ready ?? 0 });
+        this.stmt.upsert.run(placedParams({ nodePoolId, clusterId, reserved: nodes, ready: current?.ready ?? 0 }));
         return { ok: true };
       })
       .immediate();
@@ -59,7 +50,7 @@ export class SqliteNodeLedger implements NodeLedger {
   }
 
   async settle(clusterId: string, nodePoolId: string, nodes: number): Promise<void> {
-    this.stmt.upsert.run({ pool: nodePoolId, cluster: clusterId, reserved: nodes, ready: nodes });
+    this.stmt.upsert.run(placedParams({ nodePoolId, clusterId, reserved: nodes, ready: nodes }));
   }
 
   async release(nodePoolId: string): Promise<void> {

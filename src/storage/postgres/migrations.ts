@@ -1,0 +1,237 @@
+import type pg from "pg";
+
+// The PostgreSQL schema: the same tables, columns and versions as the embedded store's (sqlite/migrations.ts), so
+// that both share their row mapping (rows.ts). Times are BIGINT epoch milliseconds, blobs BYTEA, small documents
+// JSON text. A migration is never edited once released; a change is a new entry, in both lists.
+const migrations: { version: number; sql: string }[] = [
+  {
+    version: 1,
+    sql: `
+      CREATE TABLE kms_keys (
+        id TEXT PRIMARY KEY,
+        parent_id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        description TEXT NOT NULL,
+        owner TEXT NOT NULL,
+        labels TEXT NOT NULL,
+        rotation_period_ms BIGINT,
+        next_rotation_at BIGINT,
+        default_algorithm TEXT NOT NULL,
+        primary_version_id INTEGER,
+        next_version_id INTEGER NOT NULL,
+        created_at BIGINT NOT NULL,
+        gone_at BIGINT
+      );
+      CREATE INDEX kms_keys_by_parent ON kms_keys (parent_id, created_at, id);
+      CREATE INDEX kms_keys_by_name ON kms_keys (parent_id, name);
+      CREATE INDEX kms_keys_by_rotation ON kms_keys (next_rotation_at) WHERE next_rotation_at IS NOT NULL;
+      CREATE TABLE kms_versions (
+        key_id TEXT NOT NULL REFERENCES kms_keys (id),
+        id INTEGER NOT NULL,
+        state TEXT NOT NULL,
+        algorithm TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        destroy_at BIGINT,
+        wrapped_material BYTEA,
+        PRIMARY KEY (key_id, id)
+      );
+      CREATE INDEX kms_versions_by_destroy_at ON kms_versions (destroy_at) WHERE wrapped_material IS NOT NULL AND destroy_at IS NOT NULL;
+    `,
+  },
+  {
+    version: 2,
+    sql: `
+      CREATE TABLE compute_node_pools (
+        seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        service_instance_id TEXT NOT NULL,
+        cluster_id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        compute_flavor TEXT NOT NULL,
+        node_count INTEGER NOT NULL,
+        state TEXT NOT NULL,
+        active_task_id TEXT,
+        pending_name TEXT,
+        created_at BIGINT NOT NULL,
+        modified_at BIGINT NOT NULL
+      );
+      CREATE INDEX compute_node_pools_by_name ON compute_node_pools (cluster_id, name);
+      CREATE INDEX compute_node_pools_by_pending_name ON compute_node_pools (cluster_id, pending_name) WHERE pending_name IS NOT NULL;
+      CREATE TABLE compute_tasks (
+        seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        command TEXT NOT NULL,
+        status TEXT NOT NULL,
+        service_instance_id TEXT NOT NULL,
+        cluster_id TEXT NOT NULL,
+        node_pool_id TEXT NOT NULL,
+        change TEXT NOT NULL,
+        created_by TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        modified_at BIGINT NOT NULL,
+        failure TEXT,
+        result TEXT,
+        attempts INTEGER NOT NULL,
+        claimed_by TEXT
+      );
+      CREATE INDEX compute_tasks_unfinished ON compute_tasks (seq) WHERE status IN ('PENDING', 'RUNNING');
+      CREATE INDEX compute_tasks_by_instance ON compute_tasks (service_instance_id, seq);
+      CREATE INDEX compute_tasks_by_pool ON compute_tasks (node_pool_id, seq);
+      CREATE TABLE compute_workers (
+        id TEXT PRIMARY KEY,
+        heartbeat_at BIGINT NOT NULL
+      );
+      CREATE TABLE compute_simulated_nodes (
+        node_pool_id TEXT PRIMARY KEY,
+        cluster_id TEXT NOT NULL,
+        reserved INTEGER NOT NULL,
+        ready INTEGER NOT NULL
+      );
+      CREATE INDEX compute_simulated_nodes_by_cluster ON compute_simulated_nodes (cluster_id);
+    `,
+  },
+  {
+    version: 3,
+    sql: `
+      CREATE TABLE kms_master_key (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        scheme TEXT NOT NULL,
+        key_id TEXT NOT NULL,
+        check_value BYTEA NOT NULL,
+        recorded_at BIGINT NOT NULL
+      );
+    `,
+  },
+  {
+    version: 4,
+    sql: `
+      CREATE TABLE identity_service_accounts (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE,
+        client_id TEXT NOT NULL UNIQUE,
+        secret_hash BYTEA NOT NULL,
+        created_at BIGINT NOT NULL,
+        revoked_at BIGINT
+      );
+      CREATE TABLE identity_access_tokens (
+        id TEXT PRIMARY KEY,
+        principal_id TEXT NOT NULL REFERENCES identity_service_accounts (id),
+        secret_hash BYTEA NOT NULL,
+        created_at BIGINT NOT NULL,
+        expires_at BIGINT NOT NULL,
+        revoked_at BIGINT
+      );
+      CREATE INDEX identity_access_tokens_by_expiry ON identity_access_tokens (expires_at);
+      CREATE TABLE identity_api_keys (
+        id TEXT PRIMARY KEY,
+        principal_id TEXT NOT NULL REFERENCES identity_service_accounts (id),
+        workspace_id TEXT NOT NULL,
+        secret_hash BYTEA NOT NULL,
+        created_at BIGINT NOT NULL,
+        revoked_at BIGINT
+      );
+      CREATE TABLE identity_grants (
+        id TEXT PRIMARY KEY,
+        principal_id TEXT NOT NULL REFERENCES identity_service_accounts (id),
+        role TEXT NOT NULL,
+        scope TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        UNIQUE (principal_id, role, scope)
+      );
+      CREATE TABLE identity_generation (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        generation BIGINT NOT NULL
+      );
+      INSERT INTO identity_generation (id, generation) VALUES (1, 0);
+      CREATE TABLE audit_records (
+        seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        at BIGINT NOT NULL,
+        principal TEXT NOT NULL,
+        method TEXT NOT NULL,
+        protocol TEXT NOT NULL,
+        scope TEXT NOT NULL,
+        resource TEXT NOT NULL,
+        code INTEGER NOT NULL,
+        request_id TEXT NOT NULL
+      );
+      CREATE INDEX audit_records_by_time ON audit_records (at);
+      CREATE INDEX audit_records_by_principal ON audit_records (principal, at);
+    `,
+  },
+  {
+    // vApps made from templates through the virtualization API, and the tasks that create them.
+    version: 5,
+    sql: `
+      CREATE TABLE vapps (
+        seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        name TEXT NOT NULL,
+        description TEXT NOT NULL,
+        service_instance_id TEXT NOT NULL,
+        template_id TEXT NOT NULL,
+        network_name TEXT NOT NULL,
+        deploy INTEGER NOT NULL,
+        power_on INTEGER NOT NULL,
+        status INTEGER NOT NULL,
+        deployed INTEGER NOT NULL,
+        created_by TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        modified_at BIGINT NOT NULL,
+        task_id TEXT NOT NULL,
+        UNIQUE (service_instance_id, name)
+      );
+      CREATE TABLE vapp_tasks (
+        seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        command TEXT NOT NULL,
+        status TEXT NOT NULL,
+        vapp_id TEXT NOT NULL,
+        vapp_name TEXT NOT NULL,
+        service_instance_id TEXT NOT NULL,
+        created_by TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        ended_at BIGINT,
+        failure TEXT,
+        attempts INTEGER NOT NULL,
+        claimed_by TEXT
+      );
+      CREATE INDEX vapp_tasks_running ON vapp_tasks (seq) WHERE status = 'running';
+    `,
+  },
+  {
+    // The audit trail a batch to a row, as on the embedded store (src/storage/audit-batch.ts).
+    version: 6,
+    sql: `
+      CREATE TABLE audit_batches (
+        seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        first_at BIGINT NOT NULL,
+        last_at BIGINT NOT NULL,
+        records TEXT NOT NULL
+      );
+      CREATE INDEX audit_batches_by_time ON audit_batches (last_at);
+      INSERT INTO audit_batches (first_at, last_at, records)
+        SELECT at, at, json_build_array(json_build_array(at, principal, method, protocol, scope, resource, code, request_id))::text
+        FROM audit_records ORDER BY seq;
+      DROP TABLE audit_records;
+    `,
+  },
+];
+
+// Runs the migrations not yet applied, each in its own transaction. The caller holds the start-up advisory lock
+// (postgres-storage.ts), so servers starting at once migrate one after another and the later ones find nothing to do.
+export async function migrate(client: pg.ClientBase): Promise<void> {
+  await client.query("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)");
+  const applied = new Set((await client.query<{ version: number }>("SELECT version FROM schema_migrations")).rows.map((r) => r.version));
+  for (const m of migrations) {
+    if (applied.has(m.version)) continue;
+    await client.query("BEGIN");
+    try {
+      await client.query(m.sql);
+      await client.query("INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)", [m.version, Date.now()]);
+      await client.query("COMMIT");
+    } catch (err) {
+      await client.query("ROLLBACK").catch(() => {});
+      throw err;
+    }
+  }
+}

@@ -1,0 +1,75 @@
+import type { Logger } from "pino";
+import type { Storage } from "../storage.js";
+import { ChangeFeed } from "./change-feed.js";
+import { migrate } from "./migrations.js";
+import { PostgresAuditStore } from "./postgres-audit-store.js";
+import { PostgresVAppStore } from "./postgres-vapp-store.js";
+import { PostgresComputeStore } from "./postgres-compute-store.js";
+import { PostgresIdentityStore } from "./postgres-identity-store.js";
+import { PostgresKmsStore } from "./postgres-kms-store.js";
+import { PostgresNodeLedger } from "./postgres-node-ledger.js";
+import { createClient, createPool } from "./sql.js";
+
+export interface PostgresSettings {
+  url: string;
+  poolSize: number;
+}
+
+// The session-level advisory lock that servers starting on one database take in turn (migrations, the master key
+// check, bootstrapping the admin account). Any constant works; this one spells "cloudpln".
+const STARTUP_LOCK = 0x636c6f7564706c6en;
+
+// The shared store of several servers: one connection pool for every store, a connection of its own for the
+// start-up lock, and one for the change feed.
+export async function openPostgresStorage(settings: PostgresSettings, logger: Logger): Promise<Storage> {
+  const pool = createPool(settings.url, settings.poolSize);
+  // An idle connection that breaks (the database restarted) is dropped by the pool; without a listener the error
+  // would end the process.
+  pool.on("error", (err) => logger.warn({ err }, "an idle PostgreSQL connection failed; the pool replaces it"));
+  let feed: ChangeFeed | null = null;
+
+  async function exclusively<T>(steps: () => Promise<T>): Promise<T> {
+    const client = createClient(settings.url);
+    await client.connect();
+    try {
+      await client.query("SELECT pg_advisory_lock($1)", [STARTUP_LOCK]);
+      return await steps();
+    } finally {
+      // Ending the session releases the lock, also when the unlock is never sent.
+      await client.end().catch(() => {});
+    }
+  }
+
+  try {
+    await exclusively(async () => {
+      const client = await pool.connect();
+      try {
+        await migrate(client);
+      } finally {
+        client.release();
+      }
+    });
+  } catch (err) {
+    await pool.end().catch(() => {});
+    throw new Error(`could not open the PostgreSQL database of DATABASE_URL: ${(err as Error).message}`, { cause: err });
+  }
+
+  return {
+    kind: "postgres",
+    kms: new PostgresKmsStore(pool),
+    compute: new PostgresComputeStore(pool),
+    vapps: new PostgresVAppStore(pool),
+    ledger: new PostgresNodeLedger(pool),
+    identity: new PostgresIdentityStore(pool),
+    audit: new PostgresAuditStore(pool),
+    exclusively,
+    async watch(listener) {
+      feed = new ChangeFeed(settings.url, pool, listener, logger);
+      await feed.start();
+    },
+    async close() {
+      await feed?.stop();
+      await pool.end();
+    },
+  };
+}

@@ -1,0 +1,75 @@
+import pg from "pg";
+
+// node-postgres returns BIGINT (int8) as a string, since it may exceed 2^53. Every integer column here is a count,
+// an id of a version or a time in epoch milliseconds, all far below that, and the shared row mapping (rows.ts)
+// reads numbers, as SQLite gives them. Per pool, not node-postgres's global parser, so nothing else is affected.
+const INT8_OID = 20;
+const types = {
+  getTypeParser: ((oid: number, format?: "text" | "binary") =>
+    oid === INT8_OID && format !== "binary" ? (text: string) => Number(text) : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+};
+
+export function createPool(url: string, max: number): pg.Pool {
+  return new pg.Pool({ connectionString: url, max, types });
+}
+
+export function createClient(url: string): pg.Client {
+  return new pg.Client({ connectionString: url, types });
+}
+
+export type Queryable = pg.Pool | pg.PoolClient;
+
+export async function rows<T>(db: Queryable, text: string, values: unknown[] = []): Promise<T[]> {
+  return (await db.query(text, values)).rows as T[];
+}
+
+export async function first<T>(db: Queryable, text: string, values: unknown[] = []): Promise<T | null> {
+  return ((await db.query(text, values)).rows[0] as T | undefined) ?? null;
+}
+
+// INSERT of one row given as column -> value (the ...Params of rows.ts), bound by position.
+export function insert(table: string, row: object, suffix = ""): { text: string; values: unknown[] } {
+  const columns = Object.keys(row);
+  const placeholders = columns.map((_, i) => `$${i + 1}`);
+  return { text: `INSERT INTO ${table} (${columns.join(", ")}) VALUES (${placeholders.join(", ")}) ${suffix}`, values: Object.values(row) };
+}
+
+// Runs `work` in one READ COMMITTED transaction on one connection of the pool: committed when it returns, rolled
+// back when it throws (the error is thrown on).
+export async function transaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  try {
+    await client.query("BEGIN");
+    const result = await work(client);
+    await client.query("COMMIT");
+    return result;
+  } catch (err) {
+    await client.query("ROLLBACK").catch(() => {});
+    throw err;
+  } finally {
+    client.release();
+  }
+}
+
+// The one channel every change is announced on (change-feed.ts reads it). The payload names what changed.
+export const CHANGE_CHANNEL = "cloudplane_changes";
+
+export const changeOf = {
+  key: (keyId: string) => `k:${keyId}`,
+  access: () => "a",
+  taskStored: () => "t",
+  taskFinished: (taskId: string) => `f:${taskId}`,
+};
+
+// Announces a change when (and only if) the transaction of `client` commits.
+export async function announce(client: Queryable, payload: string): Promise<void> {
+  await client.query("SELECT pg_notify($1, $2)", [CHANGE_CHANNEL, payload]);
+}
+
+// Transaction-scoped advisory locks serialize writers of one namespace of names (key names in a KMS namespace,
+// pool names in a cluster, the capacity of a cluster) without a table of their own. Two ints: the kind and a hash.
+export async function lockName(client: pg.PoolClient, kind: number, name: string): Promise<void> {
+  await client.query("SELECT pg_advisory_xact_lock($1, hashtext($2))", [kind, name]);
+}
+
+export const lockKinds = { kmsName: 1, poolName: 2, clusterCapacity: 3, vappName: 4 } as const;

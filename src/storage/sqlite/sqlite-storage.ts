@@ -1,0 +1,32 @@
+import type { ChangeListener, Storage } from "../storage.js";
+import { openAuditConnection, openDatabase } from "./database.js";
+import { SqliteAuditStore } from "./sqlite-audit-store.js";
+import { SqliteComputeStore } from "./sqlite-compute-store.js";
+import { SqliteIdentityStore } from "./sqlite-identity-store.js";
+import { SqliteKmsStore } from "./sqlite-kms-store.js";
+import { SqliteNodeLedger } from "./sqlite-node-ledger.js";
+import { SqliteVAppStore } from "./sqlite-vapp-store.js";
+
+// The embedded store of one data directory. One server uses it: its own writes update its caches directly, and an
+// operator command's access changes are seen through the access generation (access-watcher.ts), so there is no
+// change feed. Start-up is exclusive already: the data directory belongs to one server.
+export function openSqliteStorage(dataDir: string): Storage {
+  const db = openDatabase(dataDir);
+  // The audit trail writes through a connection of its own (sqlite-audit-store.ts says why).
+  const auditDb = openAuditConnection(dataDir);
+  return {
+    kind: "sqlite",
+    kms: new SqliteKmsStore(db),
+    compute: new SqliteComputeStore(db),
+    vapps: new SqliteVAppStore(db),
+    ledger: new SqliteNodeLedger(db),
+    identity: new SqliteIdentityStore(db),
+    audit: new SqliteAuditStore(auditDb),
+    exclusively: (steps) => steps(),
+    watch: async (_listener: ChangeListener) => {},
+    async close() {
+      auditDb.close();
+      db.close();
+    },
+  };
+}
