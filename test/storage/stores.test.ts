@@ -2,6 +2,8 @@ import pg from "pg";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { NodePoolRecord } from "../../src/compute/node-pools/node-pool-model.js";
 import type { TaskRecord } from "../../src/compute/tasks/task-model.js";
+import { VAPP_STATUS } from "../../src/compute/vapps/vapp-model.js";
+import type { VAppRecord, VAppTaskRecord } from "../../src/compute/vapps/vapp-model.js";
 import { DomainError } from "../../src/errors/domain-error.js";
 import type { AuditRecord, GrantRecord, ServiceAccountRecord } from "../../src/identity/identity-model.js";
 import { parseScope } from "../../src/identity/scopes.js";
@@ -39,11 +41,13 @@ const TABLES = [
   "compute_node_pools",
   "compute_workers",
   "compute_simulated_nodes",
+  "vapp_tasks",
+  "vapps",
   "identity_access_tokens",
   "identity_api_keys",
   "identity_grants",
   "identity_service_accounts",
-  "audit_records",
+  "audit_batches",
 ];
 
 const backends: Backend[] = [
@@ -443,6 +447,75 @@ describe.each(backends)("$name store", (backend) => {
       await storage.compute.claimTask("w1", T, T);
       await storage.compute.finishTask("t2", "w1", (t) => ({ task: { ...t, status: "SUCCEEDED" }, pool: null }));
       expect(await storage.compute.getNodePool("p1")).toBeNull();
+    });
+  });
+
+  describe("VAppStore", () => {
+    const vapp = (id: string, over: Partial<VAppRecord> = {}): VAppRecord => ({
+      id,
+      name: `name-${id}`,
+      description: "d",
+      serviceInstanceId: "vdc-a",
+      templateId: "tpl-1",
+      networkName: "net-1",
+      deploy: true,
+      powerOn: false,
+      status: VAPP_STATUS.UNRESOLVED,
+      deployed: false,
+      createdBy: "principal-a",
+      createdAt: T,
+      modifiedAt: T,
+      taskId: `task-${id}`,
+      ...over,
+    });
+    const vappTask = (v: VAppRecord): VAppTaskRecord => ({
+      id: v.taskId,
+      command: "InstantiateVAppTemplate",
+      status: "running",
+      vappId: v.id,
+      vappName: v.name,
+      serviceInstanceId: v.serviceInstanceId,
+      createdBy: v.createdBy,
+      createdAt: T,
+      endedAt: null,
+      failure: null,
+      attempts: 0,
+    });
+
+    it("createVApp, getVApp and getVAppTask; a name taken in the vDC is ALREADY_EXISTS and stores nothing", async () => {
+      const a = vapp("v1");
+      await storage.vapps.createVApp(a, vappTask(a));
+      expect(await storage.vapps.getVApp("v1")).toEqual(a);
+      expect(await storage.vapps.getVAppTask("task-v1")).toEqual(vappTask(a));
+      expect(await storage.vapps.getVApp("none")).toBeNull();
+      const twin = vapp("v2", { name: a.name });
+      expect((await domainError(storage.vapps.createVApp(twin, vappTask(twin)))).detail).toMatchObject({ code: "already_exists", reason: "VAPP_NAME_TAKEN" });
+      expect(await storage.vapps.getVApp("v2")).toBeNull();
+      expect(await storage.vapps.getVAppTask("task-v2")).toBeNull();
+      // The same name in another vDC is free.
+      const elsewhere = vapp("v3", { name: a.name, serviceInstanceId: "vdc-b" });
+      await storage.vapps.createVApp(elsewhere, vappTask(elsewhere));
+      expect(await storage.vapps.getVApp("v3")).toEqual(elsewhere);
+    });
+
+    it("claimTask takes a running task once, a silent worker's is taken over; finishVAppTask only by its holder", async () => {
+      const a = vapp("v1");
+      await storage.vapps.createVApp(a, vappTask(a));
+      await storage.compute.heartbeat("w1", T, T - 5000);
+      expect(await storage.vapps.claimTask("w1", T, T - 5000)).toMatchObject({ id: "task-v1", attempts: 1 });
+      expect(await storage.vapps.claimTask("w2", T, T - 5000)).toBeNull();
+      await storage.compute.heartbeat("w2", T + 6000, T + 1000);
+      expect(await storage.vapps.claimTask("w2", T + 6000, T + 1000)).toMatchObject({ id: "task-v1", attempts: 2 });
+      const decide = (t: VAppTaskRecord, v: VAppRecord) => ({
+        task: { ...t, status: "success" as const, endedAt: T + 7000 },
+        vapp: { ...v, status: VAPP_STATUS.POWERED_OFF, deployed: true, modifiedAt: T + 7000 },
+      });
+      expect(await storage.vapps.finishVAppTask("task-v1", "w1", decide)).toBeNull();
+      expect((await storage.vapps.finishVAppTask("task-v1", "w2", decide))!.task.status).toBe("success");
+      expect(await storage.vapps.getVApp("v1")).toMatchObject({ status: VAPP_STATUS.POWERED_OFF, deployed: true, modifiedAt: T + 7000 });
+      expect(await storage.vapps.getVAppTask("task-v1")).toMatchObject({ status: "success", endedAt: T + 7000 });
+      // A finished task is claimed by nobody.
+      expect(await storage.vapps.claimTask("w2", T + 8000, T + 1000)).toBeNull();
     });
   });
 
