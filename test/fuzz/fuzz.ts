@@ -29,6 +29,10 @@ const { values: flags } = parseArgs({
     // <data-dir>/admin-credentials.json). Without it every call but health and ServiceAuth is refused as
     // UNAUTHENTICATED, before the handlers the fuzzing is for. A spawned server's admin is logged in by the run.
     token: { type: "string", default: "" },
+    // With --url and --properties: an API key of the admin and its workspace, which the configuration calls need
+    // besides the token (`npm run admin -- api-keys create admin --workspace ID`). A spawned server's is made by the run.
+    "api-key": { type: "string", default: "" },
+    workspace: { type: "string", default: "" },
     // The property mode: --only then names properties (rest, grpc, grpc-messages, grpc-web, connect, comma-separated).
     properties: { type: "boolean", default: false },
     runs: { type: "string", default: "1000000" },
@@ -252,6 +256,8 @@ if (flags.properties) {
     only: flags.only,
     url: flags.url,
     token: flags.token,
+    apiKey: flags["api-key"],
+    workspaceId: flags.workspace,
     pid: Number(flags.pid),
     callPath: flags["call-path"],
     maxRssMiB: Number(flags["max-rss-mib"]),

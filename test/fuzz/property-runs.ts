@@ -2,8 +2,9 @@ import { readFileSync } from "node:fs";
 import fc from "fast-check";
 import { allProperties } from "../property/properties.js";
 import type { PropertySpec, Target } from "../property/properties.js";
-import { PROPERTY_SERVER_ENV } from "../property/harness.js";
+import { PROPERTY_SERVER_ENV, PROPERTY_WORKSPACE } from "../property/harness.js";
 import { H2Client } from "../property/wire.js";
+import { adminJson } from "../support/principals.js";
 import { spawnServer } from "../support/server.js";
 import { tempDir } from "../support/temp-dir.js";
 
@@ -24,6 +25,9 @@ export interface PropertyRunOptions {
   // or the admin's calls are soon refused as AUTHENTICATION_RATE_LIMITED.
   url: string;
   token: string;
+  // An API key of the admin and its workspace, for the configuration calls (with --url; made for spawned servers).
+  apiKey: string;
+  workspaceId: string;
   pid: number;
   callPath: string;
   maxRssMiB: number;
@@ -36,8 +40,11 @@ const CALL_TIMEOUT_MS = 15_000;
 
 interface Server {
   url: string;
-  // The admin's token, which the properties send where their plans say ADMIN_AUTHORIZATION.
+  // The admin's token, API key and its workspace, which the properties send where their plans say
+  // ADMIN_AUTHORIZATION.
   token: string;
+  apiKey: string;
+  workspaceId: string;
   pid: number;
   running(): boolean;
   logs(): string;
@@ -102,7 +109,7 @@ async function runAgainst(server: Server, callPath: string, runs: number, opts: 
   }, 10_000);
 
   const worker = async (): Promise<void> => {
-    const target: Target = { url: server.url, h2: new H2Client(server.url, CALL_TIMEOUT_MS), timeoutMs: CALL_TIMEOUT_MS, authorization: `Bearer ${server.token}` };
+    const target: Target = { url: server.url, h2: new H2Client(server.url, CALL_TIMEOUT_MS), timeoutMs: CALL_TIMEOUT_MS, authorization: `Bearer ${server.token}`, apiKey: server.apiKey, workspaceId: server.workspaceId };
     try {
       while (!stop && done < runs && server.running()) {
         const chunk = nextChunk++;
@@ -181,18 +188,20 @@ export async function runProperties(opts: PropertyRunOptions): Promise<boolean> 
   const results: PathResult[] = [];
   if (opts.url !== "") {
     if (opts.token === "") throw new Error("--properties with --url needs --token, the admin's token of that server");
-    const server: Server = { url: opts.url, token: opts.token, pid: opts.pid, running: () => true, logs: () => "", kill: async () => null };
+    const server: Server = { url: opts.url, token: opts.token, apiKey: opts.apiKey, workspaceId: opts.workspaceId, pid: opts.pid, running: () => true, logs: () => "", kill: async () => null };
     results.push(await runAgainst(server, "as configured", opts.runs, opts, specs));
   } else {
     const paths = opts.callPath === "both" ? ["direct", "connect"] : [opts.callPath];
     for (const [i, callPath] of paths.entries()) {
       const dir = tempDir("cloudplane-properties-");
-      const server = await spawnServer({ dataDir: dir.path, env: { ...PROPERTY_SERVER_ENV, CALL_PATH: callPath } });
+      const spawned = await spawnServer({ dataDir: dir.path, env: { ...PROPERTY_SERVER_ENV, CALL_PATH: callPath } });
       try {
+        const [made] = await adminJson<{ api_key: string }>(dir.path, ["api-keys", "create", "admin", "--workspace", PROPERTY_WORKSPACE]);
+        const server: Server = { ...spawned, apiKey: made!.api_key, workspaceId: PROPERTY_WORKSPACE };
         const share = Math.floor(opts.runs / paths.length) + (i === 0 ? opts.runs % paths.length : 0);
         results.push(await runAgainst(server, callPath, share, { ...opts, seed: opts.seed + i * 1_000_000 }, specs));
       } finally {
-        await server.kill("SIGKILL");
+        await spawned.kill("SIGKILL");
         dir.remove();
       }
     }

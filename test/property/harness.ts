@@ -31,10 +31,14 @@ export interface PropertyServer {
 // failed authentications per address (AUTH_FAILURES_PER_MINUTE) is set so high that they never block it.
 export const PROPERTY_SERVER_ENV = { AUTH_FAILURES_PER_MINUTE: "1000000" };
 
+// The workspace of the admin's API key that the properties send with the admin's token.
+export const PROPERTY_WORKSPACE = "ws-prop";
+
 export async function startPropertyServer(callPath: string): Promise<PropertyServer> {
   const server = await startServer({ env: { ...PROPERTY_SERVER_ENV, CALL_PATH: callPath } });
   const authorization = `Bearer ${server.token}`;
-  const target: Target = { url: server.url, h2: new H2Client(server.url, CALL_TIMEOUT_MS), timeoutMs: CALL_TIMEOUT_MS, authorization };
+  const apiKey = (await server.app.identity.createApiKey("admin", PROPERTY_WORKSPACE)).text;
+  const target: Target = { url: server.url, h2: new H2Client(server.url, CALL_TIMEOUT_MS), timeoutMs: CALL_TIMEOUT_MS, authorization, apiKey, workspaceId: PROPERTY_WORKSPACE };
   const res = await fetch(`${server.url}/v1/keys`, { method: "POST", headers: { "content-type": "application/json", authorization }, body: JSON.stringify({ parentId: "prop" }) });
   if (res.status !== 200) throw new Error(`could not create the known key: HTTP ${res.status} ${await res.text()}`);
   const key = (await res.json()) as { id: string };

@@ -28,8 +28,11 @@ export interface Target {
   url: string;
   h2: H2Client;
   timeoutMs: number;
-  // "Bearer <token>" of the server's admin, sent where a plan says ADMIN_AUTHORIZATION.
+  // "Bearer <token>" of the server's admin, sent where a plan says ADMIN_AUTHORIZATION, with the admin's API key
+  // and its workspace, which the configuration calls need besides the token (CONTRACT section 6).
   authorization: string;
+  apiKey: string;
+  workspaceId: string;
 }
 
 export interface Outcome {
@@ -50,7 +53,13 @@ export interface PropertySpec<T> {
 
 function present(headers: HeaderPlan, target: Target): Headers1 {
   const out: Headers1 = {};
-  for (const [name, value] of Object.entries(headers)) if (value !== undefined) out[name] = value === ADMIN_AUTHORIZATION ? target.authorization : value;
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === ADMIN_AUTHORIZATION) {
+      out[name] = target.authorization;
+      if (target.apiKey !== "") Object.assign(out, { "x-api-key": target.apiKey, "x-workspace-id": target.workspaceId });
+    }
+    else if (value !== undefined) out[name] = value;
+  }
   return out;
 }
 
