@@ -1,10 +1,12 @@
+import { randomUUID } from "node:crypto";
 import type { JsonObject } from "@bufbuild/protobuf";
+import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createDatabase, postgresAvailable } from "../support/postgres.js";
 import type { TestDatabase } from "../support/postgres.js";
 import { spawnServer } from "../support/server.js";
 import type { SpawnedServer } from "../support/server.js";
-import { fetchToken } from "../support/credentials.js";
+import { adminAuth, fetchToken } from "../support/credentials.js";
 import { runAdminCli } from "../support/principals.js";
 import { storeRows } from "../support/store-rows.js";
 import { tempDir } from "../support/temp-dir.js";
@@ -190,5 +192,76 @@ describe.skipIf(!pgUp)("three servers on one PostgreSQL database", () => {
     for (const [i, id] of poolIds.slice(0, 5).entries()) {
       expect((await call(c, "GET", `/cluster/v1/${VDC}/node-pools/${id}`)).json.nodePool).toMatchObject({ name: `scale-${i}`, state: "RUNNING" });
     }
+  });
+});
+
+// The rate limits of three servers on one database, counted in one Redis (REDIS_URL): a credential has one budget
+// whichever servers its calls reach (CONTRACT sections 6 and 8).
+describe.skipIf(!pgUp)("three servers on one PostgreSQL database and one Redis", () => {
+  const dir = tempDir();
+  const prefix = `cloudplane-scale-test:${randomUUID()}`;
+  const redisUrl = process.env.CLOUDPLANE_TEST_REDIS_URL ?? "redis://127.0.0.1:6379";
+  let db: TestDatabase;
+  let servers: SpawnedServer[] = [];
+
+  beforeAll(async () => {
+    db = await createDatabase();
+    const env = {
+      DATABASE_URL: db.url,
+      DATABASE_POOL_SIZE: "3",
+      CATALOG_FILE: writeTestCatalog(dir.path),
+      REDIS_URL: redisUrl,
+      RATE_LIMIT_KEY_PREFIX: prefix,
+      RATE_LIMIT_GET_PER_MINUTE: "20",
+      RATE_LIMIT_POST_PER_MINUTE: "5",
+    };
+    const dataDir = `${dir.path}/data`;
+    servers = await Promise.all([spawnServer({ dataDir, env }), spawnServer({ dataDir, env }), spawnServer({ dataDir, env })]);
+  }, 60_000);
+
+  afterAll(async () => {
+    for (const s of servers) if (s.running()) await s.kill("SIGTERM");
+    await db?.drop();
+    const redis = new Redis(redisUrl);
+    const keys = await redis.keys(`${prefix}*`);
+    if (keys.length > 0) await redis.del(...keys);
+    redis.disconnect();
+    dir.remove();
+  });
+
+  it("draws every server's GETs and POSTs of one credential from one budget", async () => {
+    const list = `/cluster/v1/${VDC}/node-pools?clusterId=${ROOMY_CLUSTER}`;
+    const remaining: string[] = [];
+    for (let i = 0; i < 20; i++) {
+      const res = await fetch(`${servers[i % 3]!.url}${list}`, { headers: adminAuth(servers[i % 3]!.url) });
+      expect(res.status).toBe(200);
+      remaining.push(res.headers.get("x-ratelimit-remaining") ?? "");
+      await res.arrayBuffer();
+    }
+    expect(remaining).toEqual(Array.from({ length: 20 }, (_, i) => String(19 - i)));
+    for (const server of servers) {
+      const refused = await rest(server.url, "GET", list);
+      expect(refused.status).toBe(429);
+      expect(refused.json.message).toMatch(/GET/);
+    }
+    for (let i = 0; i < 5; i++) {
+      const made = await rest(servers[i % 3]!.url, "POST", `/cluster/v1/${VDC}/node-pools`, {
+        clusterId: ROOMY_CLUSTER,
+        nodePoolName: `limited-${i}`,
+        nodeConfig: { computeFlavor: FLAVOR },
+        scalePolicy: { fixedScale: { count: 0 } },
+      });
+      expect(made.status).toBe(200);
+    }
+    const refused = await rest(servers[2]!.url, "POST", `/cluster/v1/${VDC}/node-pools`, {
+      clusterId: ROOMY_CLUSTER,
+      nodePoolName: "limited-5",
+      nodeConfig: { computeFlavor: FLAVOR },
+      scalePolicy: { fixedScale: { count: 0 } },
+    });
+    expect(refused.status).toBe(429);
+    // Nothing was made for the refused call.
+    const pools = await storeRows<{ name: string }>({ dataDir: "", databaseUrl: db.url }, "SELECT name FROM compute_node_pools ORDER BY name");
+    expect(pools.map((p) => p.name)).toEqual(["limited-0", "limited-1", "limited-2", "limited-3", "limited-4"]);
   });
 });
