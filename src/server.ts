@@ -154,7 +154,7 @@ async function assemble(config: Config, logger: Logger, options: BuildOptions, c
   // Rate limits: counted in this process's memory, or in Redis when REDIS_URL is set so that every server shares them.
   const limiter: RateLimiter =
     config.redisUrl === ""
-      ? new MemoryRateLimiter(config.rateLimits, clock)
+      ? new MemoryRateLimiter(config.rateLimits)
       : new RedisRateLimiter(config.redisUrl, config.rateLimits, config.rateLimitKeyPrefix, logger);
   const stages = pipelineStages({
     logger,

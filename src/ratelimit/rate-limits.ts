@@ -38,15 +38,14 @@ export interface Decision {
 // Counts a call against both windows of its class for one credential. `null`: the store could not be asked
 // (Redis unreachable); the stage then fails open or closed as configured.
 export interface RateLimiter {
-  take(rateClass: RateClass, key: string): Decision | null | Promise<Decision | null>;
+  take(rateClass: RateClass, key: string): Promise<Decision | null>;
   // Resolves once the store can be asked (at once for memory), or once waiting longer is pointless.
   ready(): Promise<void>;
   close(): Promise<void>;
 }
 
-// The decision from both windows (the Redis store's; the memory store inlines the same rules): the minute is
-// counted first, and a call it refuses is not counted against the
-// day, so that a burst refused by the minute does not eat the day's budget.
+// The decision from both windows, of either store (library-windows.ts): a call the minute refuses is not counted
+// against the day (`day` is then null), so that a burst refused by the minute does not eat the day's budget.
 export function decide(minute: WindowState, day: WindowState | null): Decision {
   if (minute.remaining < 0) return { allowed: false, shown: { ...minute, remaining: 0 } };
   if (day === null) return { allowed: true, shown: minute };

@@ -1,8 +1,9 @@
 import { Redis } from "ioredis";
 import type { Logger } from "pino";
-import { RateLimiterRedis, RateLimiterRes } from "rate-limiter-flexible";
-import type { Decision, RateClass, RateLimiter, RateLimits, WindowState } from "./rate-limits.js";
-import { DAY_MS, MINUTE_MS, decide } from "./rate-limits.js";
+import { RateLimiterRedis } from "rate-limiter-flexible";
+import { classWindows, takeFromWindows } from "./library-windows.js";
+import type { ClassWindows } from "./library-windows.js";
+import type { Decision, RateClass, RateLimiter, RateLimits } from "./rate-limits.js";
 
 // How long start-up waits for Redis before serving anyway (the calls then fail open or closed as configured).
 const CONNECT_WAIT_MS = 5000;
@@ -11,10 +12,11 @@ const COMMAND_TIMEOUT_MS = 1000;
 
 // The shared store, selected by REDIS_URL: every server on the same Redis (and key prefix) draws from one budget per
 // credential. rate-limiter-flexible's RateLimiterRedis counts each window atomically in Redis (one round trip per
-// window), with the window opened by the first call and expiring by Redis's own clock, so servers agree on it.
+// window), with the window opened by the first call and expiring by Redis's own clock, so servers agree on it. The
+// windows are counted and decided as with the memory store (library-windows.ts); this class adds the connection.
 export class RedisRateLimiter implements RateLimiter {
   private readonly client: Redis;
-  private readonly windows: Record<RateClass, { minute: RateLimiterRedis; day: RateLimiterRedis }>;
+  private readonly windows: Record<RateClass, ClassWindows>;
   // Whether the last attempt to reach Redis failed: the outage is logged when it starts and when it ends, not once
   // per call.
   private down = false;
@@ -30,22 +32,17 @@ export class RedisRateLimiter implements RateLimiter {
     this.client = new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 1, commandTimeout: COMMAND_TIMEOUT_MS, lazyConnect: false });
     this.client.on("error", (err: Error) => this.failed(err));
     this.client.on("ready", () => this.recovered());
-    const windowsOf = (c: RateClass) => ({
-      minute: this.windowLimiter(`${keyPrefix}:${c}:minute`, limits[c].perMinute, MINUTE_MS),
-      day: this.windowLimiter(`${keyPrefix}:${c}:day`, limits[c].perDay, DAY_MS),
-    });
-    this.windows = { GET: windowsOf("GET"), POST: windowsOf("POST") };
+    this.windows = classWindows(
+      limits,
+      (windowPrefix, points, windowMs) => new RateLimiterRedis({ storeClient: this.client, keyPrefix: `${keyPrefix}:${windowPrefix}`, points, duration: windowMs / 1000, rejectIfRedisNotReady: true }),
+    );
   }
 
   async take(rateClass: RateClass, key: string): Promise<Decision | null> {
-    const { minute, day } = this.windows[rateClass];
     try {
-      // Both windows at once: one round trip's wait rather than two. A call the minute refuses is then given back
-      // to the day, as the memory store never charges it (an extra round trip, on refusals only).
-      const [m, d] = await Promise.all([count(minute, key, "minute"), count(day, key, "day")]);
-      if (m.remaining < 0) await day.reward(key);
+      const decision = await takeFromWindows(this.windows[rateClass], key);
       this.recovered();
-      return decide(m, m.remaining < 0 ? null : d);
+      return decision;
     } catch (err) {
       this.failed(err);
       return null;
@@ -74,10 +71,6 @@ export class RedisRateLimiter implements RateLimiter {
     return Promise.resolve();
   }
 
-  private windowLimiter(keyPrefix: string, points: number, windowMs: number): RateLimiterRedis {
-    return new RateLimiterRedis({ storeClient: this.client, keyPrefix, points, duration: windowMs / 1000, rejectIfRedisNotReady: true });
-  }
-
   private failed(err: unknown): void {
     if (this.down) return;
     this.down = true;
@@ -89,19 +82,4 @@ export class RedisRateLimiter implements RateLimiter {
     this.down = false;
     this.logger.info("rate limits: Redis is reachable again");
   }
-}
-
-// One call counted in one window; a call over the limit comes back as a negative remainder, as from the memory
-// store.
-async function count(limiter: RateLimiterRedis, key: string, window: WindowState["window"]): Promise<WindowState> {
-  let res: RateLimiterRes;
-  try {
-    res = await limiter.consume(key);
-  } catch (thrown) {
-    // rate-limiter-flexible rejects with the RateLimiterRes of a call over the limit, and with an Error when the
-    // store failed.
-    if (!(thrown instanceof RateLimiterRes)) throw thrown;
-    res = thrown;
-  }
-  return { window, limit: limiter.points, remaining: limiter.points - res.consumedPoints, resetMs: Math.max(0, res.msBeforeNext) };
 }

@@ -1,12 +1,11 @@
 import { randomUUID } from "node:crypto";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { Redis } from "ioredis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { NodePoolService } from "../../gen/compute/cluster/v1/node_pool_pb.js";
 import { ConfigService } from "../../gen/compute/configs/v2/configs_pb.js";
 import { KeyManagerService } from "../../gen/kms/v1/kms_pb.js";
 import { adminCredentials } from "../support/credentials.js";
-import { FakeClock } from "../support/fake-clock.js";
 import { makePrincipal } from "../support/principals.js";
 import type { Principal } from "../support/principals.js";
 import { startServer } from "../support/server.js";
@@ -26,6 +25,18 @@ const REDIS_URL = process.env.CLOUDPLANE_TEST_REDIS_URL ?? "redis://127.0.0.1:63
 
 const list = { serviceInstanceId: VDC, clusterId: CLUSTER };
 
+// The memory store (rate-limiter-flexible's RateLimiterMemory) reads Date.now(), not an injected clock: the tests
+// that move time fake Date alone, in this process where the server runs too, so that time stands still until they
+// move it and reset seconds are exact. Timers stay real, so the library's timer that deletes a key when its window
+// ends fires in real time (a minute after the key's first call), long after any one test has finished with its key.
+function freezeDate(): void {
+  vi.useFakeTimers({ toFake: ["Date"] });
+}
+
+function advance(ms: number): void {
+  vi.setSystemTime(Date.now() + ms);
+}
+
 function rateHeaders(answer: WireAnswer): Record<string, string | undefined> {
   return {
     limit: answer.headers["x-ratelimit-limit"],
@@ -34,8 +45,7 @@ function rateHeaders(answer: WireAnswer): Record<string, string | undefined> {
   };
 }
 
-// The refusal, exactly, with the window's numbers (the fake clock stands still, so the window has all of its time
-// left).
+// The refusal, exactly, with the window's numbers (Date stands still, so the window has all of its time left).
 function refused(protocol: WireProtocol, method: "GET" | "POST", limits: { minute: number; day: number }, window: "minute" | "day", retrySeconds: number) {
   const counted = method === "GET" ? "GET" : "POST, PATCH and DELETE";
   const limit = window === "minute" ? limits.minute : limits.day;
@@ -73,18 +83,19 @@ function withoutHeaders(answer: WireAnswer): Omit<WireAnswer, "headers" | "respo
 describe("with the documented limits", () => {
   let server: TestServer;
   let catalog: ReturnType<typeof tempDir>;
-  const clock = new FakeClock();
   let n = 0;
   // A principal of its own for each test: a fresh budget.
   const caller = (): Promise<Principal> => makePrincipal(server, `caller-${++n}`, [["editor", `service-instance:${VDC}`], ["editor", "workspace:ws-1"]]);
 
   beforeAll(async () => {
+    freezeDate();
     catalog = tempDir();
-    server = await startServer({ clock, env: { ...documented, CATALOG_FILE: writeTestCatalog(catalog.path) } });
+    server = await startServer({ env: { ...documented, CATALOG_FILE: writeTestCatalog(catalog.path) } });
   });
   afterAll(async () => {
     await server.stop();
     catalog.remove();
+    vi.useRealTimers();
   });
 
   it.each(["rest", "grpc"] as const)("passes 100 GETs in a minute over %s and refuses the 101st with every detail and header", async (protocol) => {
@@ -98,7 +109,7 @@ describe("with the documented limits", () => {
     expect(rateHeaders(answer)).toEqual({ limit: "100", remaining: "0", reset: "60" });
     if (protocol === "rest") expect(answer.headers["retry-after"]).toBe("60");
     // A minute later the window is fresh.
-    clock.advance(60_000);
+    advance(60_000);
     const later = await wireCall(server.url, protocol, pools.listNodePools, list, auth);
     expect({ code: later.code, ...rateHeaders(later) }).toEqual({ code: 0, ...shownOnSuccess(protocol, 100, 99, 60) });
   });
@@ -182,13 +193,13 @@ describe("with the documented limits", () => {
 
 describe("the per-day limit", () => {
   it("refuses when the day's budget is spent even in a fresh minute", async () => {
-    const clock = new FakeClock();
+    freezeDate();
     const catalog = tempDir();
-    const server = await startServer({ clock, env: { ...documented, RATE_LIMIT_GET_PER_DAY: "150", CATALOG_FILE: writeTestCatalog(catalog.path) } });
+    const server = await startServer({ env: { ...documented, RATE_LIMIT_GET_PER_DAY: "150", CATALOG_FILE: writeTestCatalog(catalog.path) } });
     try {
       const auth = { authorization: `Bearer ${server.token}` };
       for (let i = 0; i < 100; i++) expect((await wireCall(server.url, "grpc", pools.listNodePools, list, auth)).code).toBe(0);
-      clock.advance(61_000);
+      advance(61_000);
       for (let i = 1; i <= 50; i++) {
         const answer = await wireCall(server.url, "rest", pools.listNodePools, list, auth);
         // The day has fewer calls left than the fresh minute: its window is the one shown.
@@ -199,11 +210,12 @@ describe("the per-day limit", () => {
       expect(withoutHeaders(answer)).toEqual(refused("rest", "GET", { minute: 100, day: 150 }, "day", 24 * 3600 - 61));
       expect(answer.headers["retry-after"]).toBe(String(24 * 3600 - 61));
       // The next day starts afresh.
-      clock.advance(24 * 3600_000);
+      advance(24 * 3600_000);
       expect((await wireCall(server.url, "grpc", pools.listNodePools, list, auth)).code).toBe(0);
     } finally {
       await server.stop();
       catalog.remove();
+      vi.useRealTimers();
     }
   });
 });

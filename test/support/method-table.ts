@@ -25,6 +25,6 @@ export function methodTableOf(services: DescService[], handlers: Record<string, 
 export function stagesWithoutAccess(logger: Logger, records: AuditRecord[] = []): Stage[] {
   const audit = new AuditTrail({ append: async (batch) => void records.push(...batch), query: async () => [] }, logger);
   const limits = { GET: { perMinute: 1, perDay: 1 }, POST: { perMinute: 1, perDay: 1 } };
-  const rateLimits = { limiter: new MemoryRateLimiter(limits, systemClock), limits, services: [], onStoreFailure: "open" as const };
+  const rateLimits = { limiter: new MemoryRateLimiter(limits), limits, services: [], onStoreFailure: "open" as const };
   return pipelineStages({ logger, clock: systemClock, maxCallMs: 60_000, mode: "no-access", access: null, audit, metrics: null, rateLimits, extra: [] });
 }

@@ -56,9 +56,7 @@ export function rateLimitStage(settings: RateLimitSettings): Stage {
   return (call, next) => {
     const rateClass = classOf(call.entry);
     if (rateClass === null) return next(call);
-    const decision = limiter.take(rateClass, credentialKey(call));
-    if (decision instanceof Promise) return decision.then((d) => apply(call, next, rateClass, d));
-    return apply(call, next, rateClass, decision);
+    return limiter.take(rateClass, credentialKey(call)).then((decision) => apply(call, next, rateClass, decision));
   };
 }
 
