@@ -3,6 +3,7 @@ import { alreadyExists } from "../../errors/domain-error.js";
 import { mergeVersions } from "../../kms/model.js";
 import type { CryptoKeyRecord, KeyAggregate } from "../../kms/model.js";
 import type { KeyMutation, KeyPage, KmsStore, MasterKeyCheckRecord, MasterKeyStore, WrappedMaterial } from "../kms-store.js";
+import { GroupCommit } from "./group-commit.js";
 import { keyFromRow, keyParams, masterKeyCheckFromRow, masterKeyCheckParams, versionFromRow, versionParams, wrappedFromRow } from "../rows.js";
 import type { KeyRow, MasterKeyRow, VersionRow, WrappedRow } from "../rows.js";
 
@@ -10,11 +11,14 @@ import type { KeyRow, MasterKeyRow, VersionRow, WrappedRow } from "../rows.js";
 const REWRAP_PAGE = 500;
 
 // better-sqlite3 is synchronous, so each method runs to completion without interleaving; transactions make
-// the multi-row writes atomic and durable before the promise resolves.
+// the multi-row writes atomic and durable before the promise resolves. Key creations and mutations, the writes
+// many callers make at once, share commits (group-commit.ts).
 export class SqliteKmsStore implements KmsStore, MasterKeyStore {
   private readonly stmt;
+  private readonly group: GroupCommit;
 
   constructor(private readonly db: Database.Database) {
+    this.group = new GroupCommit(db);
     this.stmt = {
       insertKey: db.prepare(
         `INSERT INTO kms_keys VALUES (@id, @parent_id, @name, @description, @owner, @labels, @rotation_period_ms,
@@ -87,12 +91,12 @@ export class SqliteKmsStore implements KmsStore, MasterKeyStore {
     return { key: keyFromRow(row), versions };
   }
 
-  async createKey(aggregate: KeyAggregate, now: number): Promise<void> {
-    this.db.transaction(() => {
+  createKey(aggregate: KeyAggregate, now: number): Promise<void> {
+    return this.group.run(() => {
       this.assertNameFree(aggregate.key, now);
       this.stmt.insertKey.run(keyParams(aggregate.key));
       for (const v of aggregate.versions) this.stmt.upsertVersion.run(versionParams(v));
-    }).immediate();
+    });
   }
 
   async getKey(keyId: string): Promise<KeyAggregate | null> {
@@ -109,18 +113,16 @@ export class SqliteKmsStore implements KmsStore, MasterKeyStore {
     });
   }
 
-  async mutateKey<T>(keyId: string, now: number, decide: (current: KeyAggregate) => KeyMutation<T>) {
-    return this.db
-      .transaction(() => {
-        const current = this.readAggregate(keyId);
-        if (current === null) return null;
-        const mutation = decide(current);
-        if (mutation.key.name !== current.key.name) this.assertNameFree(mutation.key, now);
-        this.stmt.updateKey.run(keyParams(mutation.key));
-        for (const v of mutation.versions) this.stmt.upsertVersion.run(versionParams(v));
-        return { aggregate: { key: mutation.key, versions: mergeVersions(current.versions, mutation.versions) }, result: mutation.result };
-      })
-      .immediate();
+  mutateKey<T>(keyId: string, now: number, decide: (current: KeyAggregate) => KeyMutation<T>) {
+    return this.group.run(() => {
+      const current = this.readAggregate(keyId);
+      if (current === null) return null;
+      const mutation = decide(current);
+      if (mutation.key.name !== current.key.name) this.assertNameFree(mutation.key, now);
+      this.stmt.updateKey.run(keyParams(mutation.key));
+      for (const v of mutation.versions) this.stmt.upsertVersion.run(versionParams(v));
+      return { aggregate: { key: mutation.key, versions: mergeVersions(current.versions, mutation.versions) }, result: mutation.result };
+    });
   }
 
   async keysWithDueDestruction(now: number, limit: number): Promise<string[]> {
