@@ -1,29 +1,74 @@
-import { createSecretKey } from "node:crypto";
 import { versionKey } from "./ciphertext.js";
 import type { VersionKey } from "./ciphertext.js";
 import type { MasterKey } from "./master-key.js";
 import type { KeyView } from "./key-manager.js";
-import type { KeyAggregate, VersionInfo } from "./model.js";
+import { algorithms, versionStates } from "./model.js";
+import type { Algorithm, CryptoKeyRecord, KeyAggregate, VersionInfo, VersionState } from "./model.js";
 
-export interface CachedVersion {
-  // What the store holds about the version, less its wrapped material; frozen, as every read shares it.
-  readonly info: VersionInfo;
-  // Unwrapped material, present only while the version is ENABLED: a disabled or scheduled version keeps no
-  // usable key in memory.
-  readonly key: VersionKey | null;
+// A cache may hold a million keys, so an entry keeps one object per key and one per version (plus the unwrapped
+// material of an ENABLED version), and what reads return (the key's view, version infos) is built per call from
+// them. docs/performance.md has the measured bytes per key.
+export class CachedVersion implements VersionInfo {
+  constructor(
+    readonly keyId: string,
+    readonly id: number,
+    readonly state: VersionState,
+    readonly algorithm: Algorithm,
+    readonly createdAt: number,
+    readonly destroyAt: number | null,
+    // Unwrapped material, present only while the version is ENABLED: a disabled or scheduled version keeps no
+    // usable key in memory.
+    readonly key: VersionKey | null,
+  ) {}
+
+  // What reads report: everything but the material; frozen, as the entry's record is.
+  get info(): VersionInfo {
+    const { keyId, id, state, algorithm, createdAt, destroyAt } = this;
+    return Object.freeze({ keyId, id, state, algorithm, createdAt, destroyAt });
+  }
 }
 
-export interface CachedKey {
-  readonly id: string;
+export class CachedKey {
+  constructor(
+    // The key's metadata as the store holds it after its last committed mutation, frozen.
+    readonly record: Readonly<CryptoKeyRecord>,
+    // Every version, in id order (the order ListCryptoKeyVersions pages in).
+    readonly versionList: readonly CachedVersion[],
+  ) {}
+
+  get id(): string {
+    return this.record.id;
+  }
+
   // The namespace, for the access check of calls that name the key by id.
-  readonly parentId: string;
-  readonly goneAt: number | null;
-  // Every version, in id order (the order ListCryptoKeyVersions pages in).
-  readonly versions: ReadonlyMap<number, CachedVersion>;
-  readonly infos: readonly VersionInfo[];
-  // The key's metadata as the store holds it after its last committed mutation, frozen: GetCryptoKey,
-  // GetCryptoKeyVersion and ListCryptoKeyVersions answer from the entry, and their answers share it.
-  readonly view: KeyView;
+  get parentId(): string {
+    return this.record.parentId;
+  }
+
+  get goneAt(): number | null {
+    return this.record.goneAt;
+  }
+
+  version(versionId: number): CachedVersion | undefined {
+    // Keys have a handful of versions; a scan of an array costs less memory than a map and no more time.
+    for (const v of this.versionList) if (v.id === versionId) return v;
+    return undefined;
+  }
+
+  // GetCryptoKey, GetCryptoKeyVersion and ListCryptoKeyVersions answer from the entry.
+  get view(): KeyView {
+    const primaryId = this.record.primaryVersionId;
+    return { key: this.record, primary: primaryId === null ? null : (this.version(primaryId)?.info ?? null) };
+  }
+
+  get infos(): VersionInfo[] {
+    return this.versionList.map((v) => v.info);
+  }
+}
+
+// Strings read from storage are new strings for every row; the enumerations are kept as the one constant each.
+function interned<T extends string>(values: readonly T[], value: T): T {
+  return values.find((v) => v === value) ?? value;
 }
 
 // What Encrypt and Decrypt read instead of storage, and the key reads too. Every mutation of a key made in this
@@ -74,37 +119,34 @@ export class KeyCache {
   // Unwraps the material of every ENABLED version; throws when the master key cannot. Changes nothing. Without
   // `unwrap`, no material is unwrapped and every key is null: an entry for metadata only, never installed.
   build(aggregate: KeyAggregate, unwrap = true): CachedKey {
-    const versions = new Map<number, CachedVersion>();
-    const infos: VersionInfo[] = [];
     const idBytes = Buffer.from(aggregate.key.id);
-    for (const v of aggregate.versions) {
+    const versions = aggregate.versions.map((v) => {
       let key: VersionKey | null = null;
+      const algorithm = interned(algorithms, v.algorithm);
       if (unwrap && v.state === "ENABLED" && v.wrappedMaterial !== null) {
         const material = this.masterKey.unwrap(v.wrappedMaterial, v.keyId, v.id);
-        key = versionKey(v.algorithm, createSecretKey(material), idBytes, v.id);
+        key = versionKey(algorithm, material, idBytes, v.id);
         material.fill(0);
       }
-      const info: VersionInfo = Object.freeze({
-        keyId: v.keyId,
-        id: v.id,
-        state: v.state,
-        algorithm: v.algorithm,
-        createdAt: v.createdAt,
-        destroyAt: v.destroyAt,
-      });
-      infos.push(info);
-      versions.set(v.id, { info, key });
-    }
-    const record = Object.freeze({ ...aggregate.key, labels: Object.freeze([...aggregate.key.labels]) as string[] });
-    const primary = record.primaryVersionId === null ? null : (versions.get(record.primaryVersionId)?.info ?? null);
-    return {
-      id: record.id,
-      parentId: record.parentId,
-      goneAt: record.goneAt,
-      versions,
-      infos: Object.freeze(infos),
-      view: Object.freeze({ key: record, primary }),
-    };
+      return new CachedVersion(aggregate.key.id, v.id, interned(versionStates, v.state), algorithm, v.createdAt, v.destroyAt, key);
+    });
+    const k = aggregate.key;
+    const record = Object.freeze({
+      id: k.id,
+      parentId: k.parentId,
+      name: k.name,
+      description: k.description,
+      owner: k.owner,
+      labels: Object.freeze([...k.labels]) as string[],
+      rotationPeriodMs: k.rotationPeriodMs,
+      nextRotationAt: k.nextRotationAt,
+      defaultAlgorithm: interned(algorithms, k.defaultAlgorithm),
+      primaryVersionId: k.primaryVersionId,
+      nextVersionId: k.nextVersionId,
+      createdAt: k.createdAt,
+      goneAt: k.goneAt,
+    });
+    return new CachedKey(record, versions);
   }
 
   // Installs what a mutation just committed; never fails.
