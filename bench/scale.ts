@@ -1,0 +1,401 @@
+import { execFileSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import Database from "better-sqlite3";
+import { MasterKey } from "../src/kms/master-key.js";
+import { keyParams, poolParams, taskParams, versionParams } from "../src/storage/rows.js";
+import { openDatabase } from "../src/storage/sqlite/database.js";
+import { compile } from "./lib/build.js";
+import { renderPngs } from "./lib/charts.js";
+import type { Chart } from "./lib/charts.js";
+import { killAll, killAllSync, startChild } from "./lib/children.js";
+import type { Child } from "./lib/children.js";
+import { freePort } from "./lib/servers.js";
+import { peakRssBytes, rssBytes } from "./lib/proc.js";
+
+// `npm run bench:scale` (issue 14): how the cost of the work grows with the store. One server's embedded store is
+// grown through the sizes asked (1k, 10k, 100k, 1M keys by default), with versions and node pool tasks in the
+// proportions below, written straight into the database while the server is stopped (the growth is not what is
+// measured). At each size the server is restarted and every figure is taken through the API (REST over HTTP/1.1
+// keep-alive, every answer checked). Writes bench/results/scale.json and one PNG chart per figure. See
+// docs/performance.md for what the figures mean and what they showed.
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+
+const { values: flags } = parseArgs({
+  options: {
+    sizes: { type: "string", default: "1000,10000,100000,1000000" },
+    duration: { type: "string", default: "3" },
+    concurrency: { type: "string", default: "64" },
+    "cache-size": { type: "string", default: "100000" },
+    out: { type: "string", default: join(root, "bench", "results") },
+    help: { type: "boolean", default: false },
+  },
+  strict: true,
+});
+if (flags.help) {
+  process.stdout.write(
+    "Usage: npm run bench:scale -- [--sizes 1000,10000,100000,1000000] [--duration S (3)] [--concurrency N (64)] [--cache-size KEYS (100000)] [--out DIR]\n",
+  );
+  process.exit(0);
+}
+const sizes = flags.sizes.split(",").map(Number);
+const durationMs = Number(flags.duration) * 1000;
+const concurrency = Number(flags.concurrency);
+const cacheSize = Number(flags["cache-size"]);
+if (sizes.some((s) => !Number.isInteger(s) || s < 1) || !(durationMs > 0) || !(concurrency >= 1) || !(cacheSize >= 1)) {
+  throw new Error("--sizes, --duration, --concurrency and --cache-size must be positive");
+}
+
+// Realistic proportions: one key in two has a second version (a rotation), one node pool per 100 keys, each with the
+// task that created it and one that scaled it.
+const SECOND_VERSION_EVERY = 2;
+const KEYS_PER_POOL = 100;
+const NAMESPACE = "bench";
+// The working set that fits the cache.
+const HOT_KEYS = Math.min(10_000, cacheSize);
+const PAGE = 100;
+const masterKeyBytes = randomBytes(32);
+const masterKey = new MasterKey(masterKeyBytes);
+
+interface Row {
+  keys: number;
+  versions: number;
+  tasks: number;
+  readyMs: number;
+  rssIdleMiB: number;
+  encryptHotPerSecond: number;
+  rssHotMiB: number;
+  encryptUniformPerSecond: number;
+  encryptUniformVsHot: number;
+  peakRssDuringUniformMiB: number;
+  rssAfterUniformMiB: number;
+  getCryptoKeyPerSecond: number;
+  listFirstPageMs: number;
+  listDeepPageColdMs: number;
+  listDeepPageMs: number;
+  listDeepVsFirst: number;
+  createCryptoKeyPerSecond: number;
+  createCryptoKeyVersionPerSecond: number;
+  databaseMiB: number;
+}
+
+function newId(): string {
+  const alphabet = "abcdefghijklmnopqrstuvwxyz234567";
+  let id = "";
+  for (const b of randomBytes(20)) id += alphabet[b & 31];
+  return id;
+}
+
+// Grows the store to `target` keys, straight into the database (the server is stopped). Returns the ids added.
+function grow(dataDir: string, from: number, target: number, owner: string): string[] {
+  const db = openDatabase(dataDir);
+  // Only the growth runs without fsyncs: the server reopens the file with its own durable settings.
+  db.pragma("synchronous = OFF");
+  const insertKey = db.prepare(
+    `INSERT INTO kms_keys VALUES (@id, @parent_id, @name, @description, @owner, @labels, @rotation_period_ms,
+       @next_rotation_at, @default_algorithm, @primary_version_id, @next_version_id, @created_at, @gone_at)`,
+  );
+  const insertVersion = db.prepare(`INSERT INTO kms_versions VALUES (@key_id, @id, @state, @algorithm, @created_at, @destroy_at, @wrapped_material)`);
+  const insertPool = db.prepare(
+    `INSERT INTO compute_node_pools (id, service_instance_id, cluster_id, name, compute_flavor, node_count, state, active_task_id,
+       pending_name, created_at, modified_at) VALUES (@id, @service_instance_id, @cluster_id, @name, @compute_flavor, @node_count, @state,
+       @active_task_id, @pending_name, @created_at, @modified_at)`,
+  );
+  const insertTask = db.prepare(
+    `INSERT INTO compute_tasks (id, command, status, service_instance_id, cluster_id, node_pool_id, change, created_by, created_at,
+       modified_at, failure, result, attempts, claimed_by) VALUES (@id, @command, @status, @service_instance_id, @cluster_id, @node_pool_id,
+       @change, @created_by, @created_at, @modified_at, @failure, @result, @attempts, NULL)`,
+  );
+  const ids: string[] = [];
+  const base = Date.now() - 365 * 24 * 3600 * 1000;
+  const batch = db.transaction((start: number, end: number) => {
+    for (let i = start; i < end; i++) {
+      const id = newId();
+      ids.push(id);
+      const at = base + i;
+      const versions = i % SECOND_VERSION_EVERY === 0 ? 2 : 1;
+      insertKey.run(
+        keyParams({
+          id, parentId: NAMESPACE, name: `key-${i}`, description: "", owner, labels: ["team=bench"], rotationPeriodMs: null, nextRotationAt: null,
+          defaultAlgorithm: "AES_256", primaryVersionId: versions, nextVersionId: versions + 1, createdAt: at, goneAt: null,
+        }),
+      );
+      for (let v = 1; v <= versions; v++) {
+        insertVersion.run(
+          versionParams({
+            keyId: id, id: v, state: "ENABLED", algorithm: "AES_256", createdAt: at, destroyAt: null,
+            wrappedMaterial: masterKey.wrap(randomBytes(32), id, v),
+          }),
+        );
+      }
+      if (i % KEYS_PER_POOL === 0) {
+        const pool = {
+          id: `pool-${i}`, serviceInstanceId: "bench-vdc", clusterId: "bench-cluster", name: `pool-${i}`, computeFlavor: "bench.small",
+          count: 3, state: "RUNNING" as const, activeTaskId: null, pendingName: null, createdAt: at, modifiedAt: at,
+        };
+        insertPool.run(poolParams(pool));
+        for (const [n, command] of (["CreateNodePool", "UpdateNodePool"] as const).entries()) {
+          insertTask.run(
+            taskParams({
+              id: `task-${i}-${n}`, command, status: "SUCCEEDED", serviceInstanceId: "bench-vdc", clusterId: "bench-cluster", nodePoolId: pool.id,
+              change: { name: null, count: 3, stateIfFailed: "ERROR" }, createdBy: owner, createdAt: at, modifiedAt: at, failure: null,
+              result: pool, attempts: 1,
+            }),
+          );
+        }
+      }
+    }
+  });
+  for (let i = from; i < target; i += 10_000) batch(i, Math.min(target, i + 10_000));
+  db.close();
+  return ids;
+}
+
+function query<T>(dataDir: string, sql: string): T {
+  const db = new Database(join(dataDir, "cloudplane.db"), { readonly: true, fileMustExist: true });
+  try {
+    return db.prepare(sql).pluck().get() as T;
+  } finally {
+    db.close();
+  }
+}
+
+function databaseBytes(dataDir: string): number {
+  let total = 0;
+  for (const f of ["cloudplane.db", "cloudplane.db-wal"]) {
+    try {
+      total += statSync(join(dataDir, f)).size;
+    } catch {
+      // No WAL file after a clean close.
+    }
+  }
+  return total;
+}
+
+interface Server {
+  child: Child;
+  url: string;
+  headers: Record<string, string>;
+  readyMs: number;
+}
+
+// Starts the compiled server and times it from the spawn to its "listening" line (what an orchestrator waits for).
+async function start(buildDir: string, dataDir: string): Promise<Server> {
+  const port = await freePort();
+  const started = performance.now();
+  const child = startChild("cloudplane", process.execPath, ["--no-memory-reducer", join(buildDir, "src", "main.js")], {
+    cwd: root,
+    env: {
+      ...process.env,
+      PORT: String(port),
+      HOST: "127.0.0.1",
+      DATA_DIR: dataDir,
+      MASTER_KEY: masterKeyBytes.toString("base64"),
+      KEY_CACHE_SIZE: String(cacheSize),
+      LOG_LEVEL: "info",
+      DATABASE_URL: "",
+    },
+  });
+  await child.waitForLine((line) => (line.includes("cloudplane listening") ? true : undefined), 120_000);
+  const readyMs = performance.now() - started;
+  const url = `http://127.0.0.1:${port}`;
+  const credentials = readFileSync(join(dataDir, "admin-credentials.json"), "utf8");
+  const reply = await fetch(`${url}/public/v2/service_auth`, { method: "POST", headers: { "content-type": "application/json" }, body: credentials });
+  const token = ((await reply.json()) as { token: { access_token: string } }).token.access_token;
+  return { child, url, readyMs, headers: { authorization: `Bearer ${token}`, "content-type": "application/json" } };
+}
+
+async function call(server: Server, method: string, path: string, body?: unknown): Promise<Record<string, unknown>> {
+  const res = await fetch(`${server.url}${path}`, { method, headers: server.headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const json = (await res.json()) as Record<string, unknown>;
+  if (res.status !== 200) throw new Error(`${method} ${path} answered ${res.status}: ${JSON.stringify(json).slice(0, 300)}`);
+  return json;
+}
+
+// `concurrency` callers in a closed loop for the duration; calls per second.
+async function load(once: (caller: number) => Promise<unknown>, callers = concurrency, ms = durationMs): Promise<number> {
+  let calls = 0;
+  const started = performance.now();
+  const end = started + ms;
+  await Promise.all(
+    Array.from({ length: callers }, async (_, caller) => {
+      while (performance.now() < end) {
+        await once(caller);
+        calls++;
+      }
+    }),
+  );
+  return calls / ((performance.now() - started) / 1000);
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)] ?? 0;
+}
+
+async function timed(fn: () => Promise<unknown>): Promise<number> {
+  const t = performance.now();
+  await fn();
+  return performance.now() - t;
+}
+
+const mib = (bytes: number | null) => (bytes ?? 0) / (1 << 20);
+const pick = <T>(list: T[]): T => list[Math.floor(Math.random() * list.length)]!;
+
+async function measure(buildDir: string, dataDir: string, ids: string[]): Promise<Row> {
+  const server = await start(buildDir, dataDir);
+  try {
+    const pid = server.child.pid;
+    const keys = ids.length;
+    await new Promise((r) => setTimeout(r, 1000));
+    const rssIdle = rssBytes(pid);
+    const plaintext = randomBytes(1024).toString("base64");
+    const encrypt = (keyId: string) => call(server, "POST", "/v1/encrypt", { keyId, keyVersionId: 1, plaintext });
+
+    // The hot working set: loaded once, then measured.
+    const hot = ids.slice(0, Math.min(HOT_KEYS, keys));
+    for (let i = 0; i < hot.length; i += concurrency) await Promise.all(hot.slice(i, i + concurrency).map(encrypt));
+    const encryptHot = await load(() => encrypt(pick(hot)));
+    const rssHot = rssBytes(pid);
+    // Uniform over every key: larger than the cache once there are more keys than it holds.
+    const encryptUniform = await load(() => encrypt(pick(ids)));
+    const peakUniform = peakRssBytes(pid);
+    const rssUniform = rssBytes(pid);
+
+    const getKey = await load(() => call(server, "GET", `/v1/keys/${pick(hot)}`));
+
+    const list = (offset: number) => async () => {
+      const page = await call(server, "GET", `/v1/keys?parentId=${NAMESPACE}&page.limit=${PAGE}&page.offset=${offset}`);
+      if ((page.keys as unknown[]).length !== Math.min(PAGE, Math.max(0, keys - offset))) throw new Error(`page at ${offset} is short`);
+    };
+    const deep = Math.max(0, keys - PAGE);
+    const firstPage = median(await seq(21, list(0)));
+    // The first deep read finds no recorded position; later ones (a client coming back, or paging on) seek.
+    const deepCold = await timed(list(deep));
+    const deepWarm = median(await seq(20, list(deep)));
+
+    const versionsPerSecond = await load((c) => call(server, "POST", `/v1/keys/${hot[c % hot.length]}/versions`, {}));
+    let created = 0;
+    const createPerSecond = await load(() => call(server, "POST", "/v1/keys", { parentId: "bench-created", name: `created-${keys}-${created++}` }));
+
+    return {
+      keys,
+      versions: query<number>(dataDir, "SELECT count(*) FROM kms_versions"),
+      tasks: query<number>(dataDir, "SELECT count(*) FROM compute_tasks"),
+      readyMs: server.readyMs,
+      rssIdleMiB: mib(rssIdle),
+      encryptHotPerSecond: encryptHot,
+      rssHotMiB: mib(rssHot),
+      encryptUniformPerSecond: encryptUniform,
+      encryptUniformVsHot: encryptUniform / encryptHot,
+      peakRssDuringUniformMiB: mib(peakUniform),
+      rssAfterUniformMiB: mib(rssUniform),
+      getCryptoKeyPerSecond: getKey,
+      listFirstPageMs: firstPage,
+      listDeepPageColdMs: deepCold,
+      listDeepPageMs: deepWarm,
+      listDeepVsFirst: deepWarm / firstPage,
+      createCryptoKeyPerSecond: createPerSecond,
+      createCryptoKeyVersionPerSecond: versionsPerSecond,
+      databaseMiB: mib(databaseBytes(dataDir)),
+    };
+  } finally {
+    await server.child.kill(10_000);
+  }
+}
+
+async function seq(n: number, fn: () => Promise<unknown>): Promise<number[]> {
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) out.push(await timed(fn));
+  return out;
+}
+
+function gitCommit(): string {
+  try {
+    const commit = execFileSync("git", ["rev-parse", "HEAD"], { cwd: root, encoding: "utf8" }).trim();
+    const dirty = execFileSync("git", ["status", "--porcelain", "--untracked-files=no"], { cwd: root, encoding: "utf8" }).trim() !== "";
+    return dirty ? `${commit}+uncommitted` : commit;
+  } catch {
+    return "unknown";
+  }
+}
+
+function charts(rows: Row[], out: string): Chart[] {
+  const series = (label: string, y: (r: Row) => number) => ({ label, points: rows.map((r) => ({ x: r.keys, y: y(r) })) });
+  const file = (name: string) => join(out, `scale-${name}.png`);
+  return [
+    { file: file("ready"), title: "Time to ready after a restart", yLabel: "ms", series: [series("spawn to listening", (r) => r.readyMs)], target: { y: 1000, label: "target: under 1 s" } },
+    {
+      file: file("rss"), title: "Resident memory", yLabel: "MiB",
+      series: [series("idle after restart", (r) => r.rssIdleMiB), series("hot set cached", (r) => r.rssHotMiB), series("peak during uniform Encrypt", (r) => r.peakRssDuringUniformMiB)],
+      target: { y: 200, label: "target: 200 MiB with 100k keys cached" },
+    },
+    {
+      file: file("encrypt"), title: "Encrypt 1 KiB throughput", yLabel: "calls/s",
+      series: [series(`hot set (${HOT_KEYS} keys, cached)`, (r) => r.encryptHotPerSecond), series("uniform over all keys", (r) => r.encryptUniformPerSecond)],
+    },
+    { file: file("get-key"), title: "GetCryptoKey throughput", yLabel: "calls/s", series: [series("GetCryptoKey", (r) => r.getCryptoKeyPerSecond)] },
+    {
+      file: file("list"), title: `ListCryptoKeys latency (page of ${PAGE})`, yLabel: "ms (log)", logY: true,
+      series: [series("first page", (r) => r.listFirstPageMs), series("last page, first read", (r) => r.listDeepPageColdMs), series("last page, read again", (r) => r.listDeepPageMs)],
+    },
+    {
+      file: file("creates"), title: `Durable creates, ${concurrency} concurrent callers`, yLabel: "calls/s",
+      series: [series("CreateCryptoKey", (r) => r.createCryptoKeyPerSecond), series("CreateCryptoKeyVersion", (r) => r.createCryptoKeyVersionPerSecond)],
+      target: { y: 4500, label: "target: 5x the 900/s before group commit" },
+    },
+    { file: file("db-size"), title: "Database size on disk", yLabel: "MiB", series: [series("cloudplane.db + WAL", (r) => r.databaseMiB)] },
+  ];
+}
+
+async function main(): Promise<void> {
+  const build = await compile(root);
+  if (build.typeErrors !== null) process.stdout.write("note: tsc reported type errors; measuring what it emitted\n");
+  const dataDir = mkdtempSync(join(os.tmpdir(), "cloudplane-bench-scale-"));
+  mkdirSync(flags.out, { recursive: true });
+  const rows: Row[] = [];
+  try {
+    // The first start makes the database and the admin account.
+    const first = await start(build.dir, dataDir);
+    const admin = query<string>(dataDir, "SELECT id FROM identity_service_accounts LIMIT 1");
+    await first.child.kill(10_000);
+    const ids: string[] = [];
+    for (const size of sizes) {
+      const t = performance.now();
+      ids.push(...grow(dataDir, ids.length, size, admin));
+      process.stdout.write(`grew the store to ${size} keys in ${((performance.now() - t) / 1000).toFixed(1)} s\n`);
+      const row = await measure(build.dir, dataDir, ids);
+      rows.push(row);
+      process.stdout.write(`${JSON.stringify(row)}\n`);
+      const result = {
+        commit: gitCommit(),
+        measuredAt: new Date().toISOString(),
+        machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model ?? "", loadAverage: os.loadavg() },
+        settings: { concurrency, durationMs, cacheSize, hotKeys: HOT_KEYS, page: PAGE, store: "sqlite" },
+        rows,
+      };
+      writeFileSync(join(flags.out, "scale.json"), `${JSON.stringify(result, null, 2)}\n`);
+      await renderPngs(charts(rows, flags.out));
+    }
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+process.on("SIGINT", () => {
+  killAllSync();
+  process.exit(130);
+});
+main().then(
+  () => killAll(),
+  async (err: unknown) => {
+    process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
+    await killAll();
+    process.exitCode = 1;
+  },
+);
