@@ -3,7 +3,7 @@ import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import Database from "better-sqlite3";
 import { MasterKey } from "../src/kms/master-key.js";
@@ -33,13 +33,15 @@ const { values: flags } = parseArgs({
     concurrency: { type: "string", default: "64" },
     "cache-size": { type: "string", default: "100000" },
     out: { type: "string", default: join(root, "bench", "results") },
+    // After the last size: Encrypt with every key once, to show the cache bound holding over a whole sweep.
+    sweep: { type: "boolean", default: false },
     help: { type: "boolean", default: false },
   },
   strict: true,
 });
 if (flags.help) {
   process.stdout.write(
-    "Usage: npm run bench:scale -- [--sizes 1000,10000,100000,1000000] [--duration S (3)] [--concurrency N (64)] [--cache-size KEYS (100000)] [--out DIR]\n",
+    "Usage: npm run bench:scale -- [--sizes 1000,10000,100000,1000000] [--duration S (3)] [--concurrency N (64)] [--cache-size KEYS (100000)] [--out DIR] [--sweep]\n",
   );
   process.exit(0);
 }
@@ -188,7 +190,9 @@ interface Server {
 async function start(buildDir: string, dataDir: string): Promise<Server> {
   const port = await freePort();
   const started = performance.now();
-  const child = startChild("cloudplane", process.execPath, ["--no-memory-reducer", join(buildDir, "src", "main.js")], {
+  // The orphan guard ends the server if this process dies without killing it.
+  const guard = pathToFileURL(join(buildDir, "bench", "lib", "orphan-guard.js")).href;
+  const child = startChild("cloudplane", process.execPath, ["--import", guard, "--no-memory-reducer", join(buildDir, "src", "main.js")], {
     cwd: root,
     env: {
       ...process.env,
@@ -279,7 +283,11 @@ async function measure(buildDir: string, dataDir: string, ids: string[]): Promis
     const deepCold = await timed(list(deep));
     const deepWarm = median(await seq(20, list(deep)));
 
-    const versionsPerSecond = await load((c) => call(server, "POST", `/v1/keys/${hot[c % hot.length]}/versions`, {}));
+    // Versions of keys of their own (one per caller: versions of one key are made one after another by design), so
+    // that the keys measured above keep their proportions.
+    const versioned: string[] = [];
+    for (let c = 0; c < concurrency; c++) versioned.push(String((await call(server, "POST", "/v1/keys", { parentId: "bench-versions" })).id));
+    const versionsPerSecond = await load((c) => call(server, "POST", `/v1/keys/${versioned[c]}/versions`, {}));
     let created = 0;
     const createPerSecond = await load(() => call(server, "POST", "/v1/keys", { parentId: "bench-created", name: `created-${keys}-${created++}` }));
 
@@ -304,6 +312,48 @@ async function measure(buildDir: string, dataDir: string, ids: string[]): Promis
       createCryptoKeyVersionPerSecond: versionsPerSecond,
       databaseMiB: mib(databaseBytes(dataDir)),
     };
+  } finally {
+    await server.child.kill(10_000);
+  }
+}
+
+interface Sweep {
+  keys: number;
+  seconds: number;
+  perSecond: number;
+  rssStartMiB: number;
+  rssMaxMiB: number;
+  rssEndMiB: number;
+  // RSS every 5 % of the sweep.
+  rssMiBAt: { done: number; rssMiB: number }[];
+}
+
+// Encrypt once with every key, in order, from a server just restarted: the cache fills up to its bound and then
+// evicts; RSS is read as it goes.
+async function sweep(buildDir: string, dataDir: string, ids: string[]): Promise<Sweep> {
+  const server = await start(buildDir, dataDir);
+  try {
+    const pid = server.child.pid;
+    const plaintext = randomBytes(1024).toString("base64");
+    const rssStart = mib(rssBytes(pid));
+    const samples: { done: number; rssMiB: number }[] = [];
+    let next = 0;
+    let done = 0;
+    let max = rssStart;
+    const step = Math.ceil(ids.length / 20);
+    const started = performance.now();
+    await Promise.all(
+      Array.from({ length: concurrency }, async () => {
+        for (let i = next++; i < ids.length; i = next++) {
+          await call(server, "POST", "/v1/encrypt", { keyId: ids[i], keyVersionId: 1, plaintext });
+          done++;
+          if (done % 1000 === 0) max = Math.max(max, mib(rssBytes(pid)));
+          if (done % step === 0) samples.push({ done, rssMiB: mib(rssBytes(pid)) });
+        }
+      }),
+    );
+    const seconds = (performance.now() - started) / 1000;
+    return { keys: ids.length, seconds, perSecond: ids.length / seconds, rssStartMiB: rssStart, rssMaxMiB: Math.max(max, mib(peakRssBytes(pid))), rssEndMiB: mib(rssBytes(pid)), rssMiBAt: samples };
   } finally {
     await server.child.kill(10_000);
   }
@@ -359,6 +409,18 @@ async function main(): Promise<void> {
   const dataDir = mkdtempSync(join(os.tmpdir(), "cloudplane-bench-scale-"));
   mkdirSync(flags.out, { recursive: true });
   const rows: Row[] = [];
+  let swept: Sweep | null = null;
+  const write = () => {
+    const result = {
+      commit: gitCommit(),
+      measuredAt: new Date().toISOString(),
+      machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model ?? "", loadAverage: os.loadavg() },
+      settings: { concurrency, durationMs, cacheSize, hotKeys: HOT_KEYS, page: PAGE, store: "sqlite" },
+      rows,
+      sweep: swept,
+    };
+    writeFileSync(join(flags.out, "scale.json"), `${JSON.stringify(result, null, 2)}\n`);
+  };
   try {
     // The first start makes the database and the admin account.
     const first = await start(build.dir, dataDir);
@@ -372,15 +434,13 @@ async function main(): Promise<void> {
       const row = await measure(build.dir, dataDir, ids);
       rows.push(row);
       process.stdout.write(`${JSON.stringify(row)}\n`);
-      const result = {
-        commit: gitCommit(),
-        measuredAt: new Date().toISOString(),
-        machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model ?? "", loadAverage: os.loadavg() },
-        settings: { concurrency, durationMs, cacheSize, hotKeys: HOT_KEYS, page: PAGE, store: "sqlite" },
-        rows,
-      };
-      writeFileSync(join(flags.out, "scale.json"), `${JSON.stringify(result, null, 2)}\n`);
+      write();
       await renderPngs(charts(rows, flags.out));
+    }
+    if (flags.sweep) {
+      swept = await sweep(build.dir, dataDir, ids);
+      process.stdout.write(`${JSON.stringify(swept)}\n`);
+      write();
     }
   } finally {
     rmSync(dataDir, { recursive: true, force: true });
