@@ -1,14 +1,12 @@
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
-import Database from "better-sqlite3";
 import { MasterKey } from "../src/kms/master-key.js";
 import { keyParams, poolParams, taskParams, versionParams } from "../src/storage/rows.js";
-import { openDatabase } from "../src/storage/sqlite/database.js";
 import { compile } from "./lib/build.js";
 import { renderPngs } from "./lib/charts.js";
 import type { Chart } from "./lib/charts.js";
@@ -16,12 +14,15 @@ import { killAll, killAllSync, startChild } from "./lib/children.js";
 import type { Child } from "./lib/children.js";
 import { freePort } from "./lib/servers.js";
 import { peakRssBytes, rssBytes } from "./lib/proc.js";
+import { postgresStore, sqliteStore } from "./lib/scale-stores.js";
+import type { Rows, ScaleStore } from "./lib/scale-stores.js";
 
-// `npm run bench:scale` (issue 14): how the cost of the work grows with the store. One server's embedded store is
-// grown through the sizes asked (1k, 10k, 100k, 1M keys by default), with versions and node pool tasks in the
-// proportions below, written straight into the database while the server is stopped (the growth is not what is
-// measured). At each size the server is restarted and every figure is taken through the API (REST over HTTP/1.1
-// keep-alive, every answer checked). Writes bench/results/scale.json and one PNG chart per figure. See
+// `npm run bench:scale` (issue 14): how the cost of the work grows with the store. One server's store (the embedded
+// one, or a new PostgreSQL database with --store postgres) is grown through the sizes asked (1k, 10k, 100k, 1M keys
+// by default), with versions and node pool tasks in the proportions below, written straight into the database while
+// the server is stopped (the growth is not what is measured). At each size the server is restarted and every figure
+// is taken through the API (REST over HTTP/1.1 keep-alive, every answer checked). Writes
+// bench/results/scale-<store>.json and one PNG chart per figure, with every store measured so far side by side. See
 // docs/performance.md for what the figures mean and what they showed.
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -35,13 +36,17 @@ const { values: flags } = parseArgs({
     out: { type: "string", default: join(root, "bench", "results") },
     // After the last size: Encrypt with every key once, to show the cache bound holding over a whole sweep.
     sweep: { type: "boolean", default: false },
+    // postgres: a new database on the server CLOUDPLANE_TEST_DATABASE_URL names (dropped after the run).
+    store: { type: "string", default: "sqlite" },
+    // Only draws the charts again from the JSON files in --out.
+    "charts-only": { type: "boolean", default: false },
     help: { type: "boolean", default: false },
   },
   strict: true,
 });
 if (flags.help) {
   process.stdout.write(
-    "Usage: npm run bench:scale -- [--sizes 1000,10000,100000,1000000] [--duration S (3)] [--concurrency N (64)] [--cache-size KEYS (100000)] [--out DIR] [--sweep]\n",
+    "Usage: npm run bench:scale -- [--sizes 1000,10000,100000,1000000] [--duration S (3)] [--concurrency N (64)] [--cache-size KEYS (100000)] [--out DIR] [--sweep] [--store sqlite|postgres] [--charts-only]\n",
   );
   process.exit(0);
 }
@@ -49,6 +54,8 @@ const sizes = flags.sizes.split(",").map(Number);
 const durationMs = Number(flags.duration) * 1000;
 const concurrency = Number(flags.concurrency);
 const cacheSize = Number(flags["cache-size"]);
+if (flags.store !== "sqlite" && flags.store !== "postgres") throw new Error("--store is sqlite or postgres");
+const adminUrl = process.env.CLOUDPLANE_TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 if (sizes.some((s) => !Number.isInteger(s) || s < 1) || !(durationMs > 0) || !(concurrency >= 1) || !(cacheSize >= 1)) {
   throw new Error("--sizes, --duration, --concurrency and --cache-size must be positive");
 }
@@ -93,42 +100,25 @@ function newId(): string {
   return id;
 }
 
-// Grows the store to `target` keys, straight into the database (the server is stopped). Returns the ids added.
-function grow(dataDir: string, from: number, target: number, owner: string): string[] {
-  const db = openDatabase(dataDir);
-  // Only the growth runs without fsyncs: the server reopens the file with its own durable settings.
-  db.pragma("synchronous = OFF");
-  const insertKey = db.prepare(
-    `INSERT INTO kms_keys VALUES (@id, @parent_id, @name, @description, @owner, @labels, @rotation_period_ms,
-       @next_rotation_at, @default_algorithm, @primary_version_id, @next_version_id, @created_at, @gone_at)`,
-  );
-  const insertVersion = db.prepare(`INSERT INTO kms_versions VALUES (@key_id, @id, @state, @algorithm, @created_at, @destroy_at, @wrapped_material)`);
-  const insertPool = db.prepare(
-    `INSERT INTO compute_node_pools (id, service_instance_id, cluster_id, name, compute_flavor, node_count, state, active_task_id,
-       pending_name, created_at, modified_at) VALUES (@id, @service_instance_id, @cluster_id, @name, @compute_flavor, @node_count, @state,
-       @active_task_id, @pending_name, @created_at, @modified_at)`,
-  );
-  const insertTask = db.prepare(
-    `INSERT INTO compute_tasks (id, command, status, service_instance_id, cluster_id, node_pool_id, change, created_by, created_at,
-       modified_at, failure, result, attempts, claimed_by) VALUES (@id, @command, @status, @service_instance_id, @cluster_id, @node_pool_id,
-       @change, @created_by, @created_at, @modified_at, @failure, @result, @attempts, NULL)`,
-  );
+// Grows the store to `target` keys, in batches of 10,000. Returns the ids added.
+async function grow(store: ScaleStore, from: number, target: number, owner: string): Promise<string[]> {
   const ids: string[] = [];
   const base = Date.now() - 365 * 24 * 3600 * 1000;
-  const batch = db.transaction((start: number, end: number) => {
-    for (let i = start; i < end; i++) {
+  for (let startAt = from; startAt < target; startAt += 10_000) {
+    const rows: Rows = { keys: [], versions: [], pools: [], tasks: [] };
+    for (let i = startAt; i < Math.min(target, startAt + 10_000); i++) {
       const id = newId();
       ids.push(id);
       const at = base + i;
       const versions = i % SECOND_VERSION_EVERY === 0 ? 2 : 1;
-      insertKey.run(
+      rows.keys.push(
         keyParams({
           id, parentId: NAMESPACE, name: `key-${i}`, description: "", owner, labels: ["team=bench"], rotationPeriodMs: null, nextRotationAt: null,
           defaultAlgorithm: "AES_256", primaryVersionId: versions, nextVersionId: versions + 1, createdAt: at, goneAt: null,
         }),
       );
       for (let v = 1; v <= versions; v++) {
-        insertVersion.run(
+        rows.versions.push(
           versionParams({
             keyId: id, id: v, state: "ENABLED", algorithm: "AES_256", createdAt: at, destroyAt: null,
             wrappedMaterial: masterKey.wrap(randomBytes(32), id, v),
@@ -140,9 +130,9 @@ function grow(dataDir: string, from: number, target: number, owner: string): str
           id: `pool-${i}`, serviceInstanceId: "bench-vdc", clusterId: "bench-cluster", name: `pool-${i}`, computeFlavor: "bench.small",
           count: 3, state: "RUNNING" as const, activeTaskId: null, pendingName: null, createdAt: at, modifiedAt: at,
         };
-        insertPool.run(poolParams(pool));
+        rows.pools.push(poolParams(pool));
         for (const [n, command] of (["CreateNodePool", "UpdateNodePool"] as const).entries()) {
-          insertTask.run(
+          rows.tasks.push(
             taskParams({
               id: `task-${i}-${n}`, command, status: "SUCCEEDED", serviceInstanceId: "bench-vdc", clusterId: "bench-cluster", nodePoolId: pool.id,
               change: { name: null, count: 3, stateIfFailed: "ERROR" }, createdBy: owner, createdAt: at, modifiedAt: at, failure: null,
@@ -152,31 +142,9 @@ function grow(dataDir: string, from: number, target: number, owner: string): str
         }
       }
     }
-  });
-  for (let i = from; i < target; i += 10_000) batch(i, Math.min(target, i + 10_000));
-  db.close();
+    await store.insert(rows);
+  }
   return ids;
-}
-
-function query<T>(dataDir: string, sql: string): T {
-  const db = new Database(join(dataDir, "cloudplane.db"), { readonly: true, fileMustExist: true });
-  try {
-    return db.prepare(sql).pluck().get() as T;
-  } finally {
-    db.close();
-  }
-}
-
-function databaseBytes(dataDir: string): number {
-  let total = 0;
-  for (const f of ["cloudplane.db", "cloudplane.db-wal"]) {
-    try {
-      total += statSync(join(dataDir, f)).size;
-    } catch {
-      // No WAL file after a clean close.
-    }
-  }
-  return total;
 }
 
 interface Server {
@@ -187,7 +155,7 @@ interface Server {
 }
 
 // Starts the compiled server and times it from the spawn to its "listening" line (what an orchestrator waits for).
-async function start(buildDir: string, dataDir: string): Promise<Server> {
+async function start(buildDir: string, dataDir: string, store: ScaleStore): Promise<Server> {
   const port = await freePort();
   const started = performance.now();
   // The orphan guard ends the server if this process dies without killing it.
@@ -202,7 +170,7 @@ async function start(buildDir: string, dataDir: string): Promise<Server> {
       MASTER_KEY: masterKeyBytes.toString("base64"),
       KEY_CACHE_SIZE: String(cacheSize),
       LOG_LEVEL: "info",
-      DATABASE_URL: "",
+      ...store.env,
     },
   });
   await child.waitForLine((line) => (line.includes("cloudplane listening") ? true : undefined), 120_000);
@@ -251,8 +219,8 @@ async function timed(fn: () => Promise<unknown>): Promise<number> {
 const mib = (bytes: number | null) => (bytes ?? 0) / (1 << 20);
 const pick = <T>(list: T[]): T => list[Math.floor(Math.random() * list.length)]!;
 
-async function measure(buildDir: string, dataDir: string, ids: string[]): Promise<Row> {
-  const server = await start(buildDir, dataDir);
+async function measure(buildDir: string, dataDir: string, store: ScaleStore, ids: string[]): Promise<Row> {
+  const server = await start(buildDir, dataDir, store);
   try {
     const pid = server.child.pid;
     const keys = ids.length;
@@ -293,8 +261,8 @@ async function measure(buildDir: string, dataDir: string, ids: string[]): Promis
 
     return {
       keys,
-      versions: query<number>(dataDir, "SELECT count(*) FROM kms_versions"),
-      tasks: query<number>(dataDir, "SELECT count(*) FROM compute_tasks"),
+      versions: await store.scalar<number>("SELECT count(*) FROM kms_versions"),
+      tasks: await store.scalar<number>("SELECT count(*) FROM compute_tasks"),
       readyMs: server.readyMs,
       rssIdleMiB: mib(rssIdle),
       encryptHotPerSecond: encryptHot,
@@ -310,7 +278,7 @@ async function measure(buildDir: string, dataDir: string, ids: string[]): Promis
       listDeepVsFirst: deepWarm / firstPage,
       createCryptoKeyPerSecond: createPerSecond,
       createCryptoKeyVersionPerSecond: versionsPerSecond,
-      databaseMiB: mib(databaseBytes(dataDir)),
+      databaseMiB: mib(await store.bytes()),
     };
   } finally {
     await server.child.kill(10_000);
@@ -330,8 +298,8 @@ interface Sweep {
 
 // Encrypt once with every key, in order, from a server just restarted: the cache fills up to its bound and then
 // evicts; RSS is read as it goes.
-async function sweep(buildDir: string, dataDir: string, ids: string[]): Promise<Sweep> {
-  const server = await start(buildDir, dataDir);
+async function sweep(buildDir: string, dataDir: string, store: ScaleStore, ids: string[]): Promise<Sweep> {
+  const server = await start(buildDir, dataDir, store);
   try {
     const pid = server.child.pid;
     const plaintext = randomBytes(1024).toString("base64");
@@ -375,74 +343,105 @@ function gitCommit(): string {
   }
 }
 
-function charts(rows: Row[], out: string): Chart[] {
-  const series = (label: string, y: (r: Row) => number) => ({ label, points: rows.map((r) => ({ x: r.keys, y: y(r) })) });
+interface Result {
+  commit: string;
+  measuredAt: string;
+  machine: { cpus: number; model: string; loadAverage: number[] };
+  settings: { concurrency: number; durationMs: number; cacheSize: number; hotKeys: number; page: number; store: string };
+  rows: Row[];
+  sweep: Sweep | null;
+}
+
+// One chart per figure, with the series of every store measured so far (bench/results/scale-<store>.json) side by
+// side.
+function charts(results: Result[], out: string): Chart[] {
+  const series = (label: string, y: (r: Row) => number) =>
+    results.map((result) => ({
+      label: results.length > 1 ? `${label} (${result.settings.store})` : label,
+      points: result.rows.map((r) => ({ x: r.keys, y: y(r) })),
+    }));
   const file = (name: string) => join(out, `scale-${name}.png`);
   return [
-    { file: file("ready"), title: "Time to ready after a restart", yLabel: "ms", series: [series("spawn to listening", (r) => r.readyMs)], target: { y: 1000, label: "target: under 1 s" } },
+    { file: file("ready"), title: "Time to ready after a restart", yLabel: "ms", series: series("spawn to listening", (r) => r.readyMs), target: { y: 1000, label: "target: under 1 s" } },
     {
       file: file("rss"), title: "Resident memory", yLabel: "MiB",
-      series: [series("idle after restart", (r) => r.rssIdleMiB), series("hot set cached", (r) => r.rssHotMiB), series("peak during uniform Encrypt", (r) => r.peakRssDuringUniformMiB)],
+      series: [...series("idle after restart", (r) => r.rssIdleMiB), ...series("hot set cached", (r) => r.rssHotMiB), ...series("peak during uniform Encrypt", (r) => r.peakRssDuringUniformMiB)],
       target: { y: 200, label: "target: 200 MiB with 100k keys cached" },
     },
     {
       file: file("encrypt"), title: "Encrypt 1 KiB throughput", yLabel: "calls/s",
-      series: [series(`hot set (${HOT_KEYS} keys, cached)`, (r) => r.encryptHotPerSecond), series("uniform over all keys", (r) => r.encryptUniformPerSecond)],
+      series: [...series(`hot set (${HOT_KEYS} keys, cached)`, (r) => r.encryptHotPerSecond), ...series("uniform over all keys", (r) => r.encryptUniformPerSecond)],
     },
-    { file: file("get-key"), title: "GetCryptoKey throughput", yLabel: "calls/s", series: [series("GetCryptoKey", (r) => r.getCryptoKeyPerSecond)] },
+    { file: file("get-key"), title: "GetCryptoKey throughput", yLabel: "calls/s", series: series("GetCryptoKey", (r) => r.getCryptoKeyPerSecond) },
     {
       file: file("list"), title: `ListCryptoKeys latency (page of ${PAGE})`, yLabel: "ms (log)", logY: true,
-      series: [series("first page", (r) => r.listFirstPageMs), series("last page, first read", (r) => r.listDeepPageColdMs), series("last page, read again", (r) => r.listDeepPageMs)],
+      series: [...series("first page", (r) => r.listFirstPageMs), ...series("last page, first read", (r) => r.listDeepPageColdMs), ...series("last page, read again", (r) => r.listDeepPageMs)],
     },
     {
       file: file("creates"), title: `Durable creates, ${concurrency} concurrent callers`, yLabel: "calls/s",
-      series: [series("CreateCryptoKey", (r) => r.createCryptoKeyPerSecond), series("CreateCryptoKeyVersion", (r) => r.createCryptoKeyVersionPerSecond)],
-      target: { y: 4500, label: "target: 5x the 900/s before group commit" },
+      series: [...series("CreateCryptoKey", (r) => r.createCryptoKeyPerSecond), ...series("CreateCryptoKeyVersion", (r) => r.createCryptoKeyVersionPerSecond)],
     },
-    { file: file("db-size"), title: "Database size on disk", yLabel: "MiB", series: [series("cloudplane.db + WAL", (r) => r.databaseMiB)] },
+    { file: file("db-size"), title: "Database size on disk", yLabel: "MiB", series: series("database files", (r) => r.databaseMiB) },
   ];
 }
 
+function readResult(path: string): Result | null {
+  try {
+    return JSON.parse(readFileSync(path, "utf8")) as Result;
+  } catch {
+    return null;
+  }
+}
+
 async function main(): Promise<void> {
+  if (flags["charts-only"]) {
+    const results = ["sqlite", "postgres"].map((name) => readResult(join(flags.out, `scale-${name}.json`))).filter((r) => r !== null);
+    await renderPngs(charts(results, flags.out));
+    return;
+  }
   const build = await compile(root);
   if (build.typeErrors !== null) process.stdout.write("note: tsc reported type errors; measuring what it emitted\n");
   const dataDir = mkdtempSync(join(os.tmpdir(), "cloudplane-bench-scale-"));
   mkdirSync(flags.out, { recursive: true });
-  const rows: Row[] = [];
-  let swept: Sweep | null = null;
-  const write = () => {
-    const result = {
-      commit: gitCommit(),
-      measuredAt: new Date().toISOString(),
-      machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model ?? "", loadAverage: os.loadavg() },
-      settings: { concurrency, durationMs, cacheSize, hotKeys: HOT_KEYS, page: PAGE, store: "sqlite" },
-      rows,
-      sweep: swept,
-    };
-    writeFileSync(join(flags.out, "scale.json"), `${JSON.stringify(result, null, 2)}\n`);
+  const store = flags.store === "postgres" ? await postgresStore(adminUrl, `cloudplane_bench_scale_${randomBytes(5).toString("hex")}`) : sqliteStore(dataDir);
+  const resultFile = (name: string) => join(flags.out, `scale-${name}.json`);
+  const result: Result = {
+    commit: gitCommit(),
+    measuredAt: new Date().toISOString(),
+    machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model ?? "", loadAverage: os.loadavg() },
+    settings: { concurrency, durationMs, cacheSize, hotKeys: HOT_KEYS, page: PAGE, store: store.name },
+    rows: [],
+    sweep: null,
+  };
+  const write = async () => {
+    result.machine.loadAverage = os.loadavg();
+    writeFileSync(resultFile(store.name), `${JSON.stringify(result, null, 2)}\n`);
+    const other = readResult(resultFile(store.name === "sqlite" ? "postgres" : "sqlite"));
+    const all = other === null ? [result] : store.name === "sqlite" ? [result, other] : [other, result];
+    await renderPngs(charts(all, flags.out));
   };
   try {
     // The first start makes the database and the admin account.
-    const first = await start(build.dir, dataDir);
-    const admin = query<string>(dataDir, "SELECT id FROM identity_service_accounts LIMIT 1");
+    const first = await start(build.dir, dataDir, store);
+    const admin = await store.scalar<string>("SELECT id FROM identity_service_accounts LIMIT 1");
     await first.child.kill(10_000);
     const ids: string[] = [];
     for (const size of sizes) {
       const t = performance.now();
-      ids.push(...grow(dataDir, ids.length, size, admin));
+      ids.push(...(await grow(store, ids.length, size, admin)));
       process.stdout.write(`grew the store to ${size} keys in ${((performance.now() - t) / 1000).toFixed(1)} s\n`);
-      const row = await measure(build.dir, dataDir, ids);
-      rows.push(row);
+      const row = await measure(build.dir, dataDir, store, ids);
+      result.rows.push(row);
       process.stdout.write(`${JSON.stringify(row)}\n`);
-      write();
-      await renderPngs(charts(rows, flags.out));
+      await write();
     }
     if (flags.sweep) {
-      swept = await sweep(build.dir, dataDir, ids);
-      process.stdout.write(`${JSON.stringify(swept)}\n`);
-      write();
+      result.sweep = await sweep(build.dir, dataDir, store, ids);
+      process.stdout.write(`${JSON.stringify(result.sweep)}\n`);
+      await write();
     }
   } finally {
+    await store.close();
     rmSync(dataDir, { recursive: true, force: true });
   }
 }
