@@ -205,6 +205,18 @@ async function load(once: (caller: number) => Promise<unknown>, callers = concur
   return calls / ((performance.now() - started) / 1000);
 }
 
+// Two loads whose ratio matters, in alternating half-second windows for twice the duration, so that a change of the
+// machine's load (it is shared) weighs on both alike.
+async function loadPair(a: () => Promise<unknown>, b: () => Promise<unknown>): Promise<[number, number]> {
+  const rates: [number[], number[]] = [[], []];
+  for (let round = 0; round < Math.max(1, Math.round(durationMs / 500)); round++) {
+    rates[0].push(await load(a, concurrency, 500));
+    rates[1].push(await load(b, concurrency, 500));
+  }
+  const mean = (list: number[]) => list.reduce((x, y) => x + y, 0) / list.length;
+  return [mean(rates[0]), mean(rates[1])];
+}
+
 function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.floor(sorted.length / 2)] ?? 0;
@@ -232,10 +244,12 @@ async function measure(buildDir: string, dataDir: string, store: ScaleStore, ids
     // The hot working set: loaded once, then measured.
     const hot = ids.slice(0, Math.min(HOT_KEYS, keys));
     for (let i = 0; i < hot.length; i += concurrency) await Promise.all(hot.slice(i, i + concurrency).map(encrypt));
-    const encryptHot = await load(() => encrypt(pick(hot)));
     const rssHot = rssBytes(pid);
     // Uniform over every key: larger than the cache once there are more keys than it holds.
-    const encryptUniform = await load(() => encrypt(pick(ids)));
+    const [encryptHot, encryptUniform] = await loadPair(
+      () => encrypt(pick(hot)),
+      () => encrypt(pick(ids)),
+    );
     const peakUniform = peakRssBytes(pid);
     const rssUniform = rssBytes(pid);
 
