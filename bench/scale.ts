@@ -485,7 +485,7 @@ async function main(): Promise<void> {
     const ids: string[] = [];
     for (const size of sizes) {
       const t = performance.now();
-      ids.push(...(await grow(store, ids.length, size, admin)));
+      for (const id of await grow(store, ids.length, size, admin)) ids.push(id);
       process.stdout.write(`grew the store to ${size} keys in ${((performance.now() - t) / 1000).toFixed(1)} s\n`);
       const row = await measure(build.dir, dataDir, store, ids);
       result.rows.push(row);
