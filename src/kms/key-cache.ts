@@ -1,13 +1,13 @@
-import { versionKey } from "./ciphertext.js";
+import { versionBytes } from "./ciphertext.js";
 import type { VersionKey } from "./ciphertext.js";
 import type { MasterKey } from "./master-key.js";
 import type { KeyView } from "./key-manager.js";
 import { algorithms, versionStates } from "./model.js";
 import type { Algorithm, CryptoKeyRecord, KeyAggregate, VersionInfo, VersionState } from "./model.js";
 
-// A cache may hold a million keys, so an entry keeps one object per key and one per version (plus the unwrapped
-// material of an ENABLED version), and what reads return (the key's view, version infos) is built per call from
-// them. docs/performance.md has the measured bytes per key.
+// A cache may hold a hundred thousand keys or more, so an entry keeps one object per key, one per version, and one
+// buffer per key for the unwrapped material of its ENABLED versions; what reads return (the key's view, version
+// infos) is built per call from them. docs/performance.md has the measured bytes per key.
 export class CachedVersion implements VersionInfo {
   constructor(
     readonly keyId: string,
@@ -16,10 +16,17 @@ export class CachedVersion implements VersionInfo {
     readonly algorithm: Algorithm,
     readonly createdAt: number,
     readonly destroyAt: number | null,
-    // Unwrapped material, present only while the version is ENABLED: a disabled or scheduled version keeps no
-    // usable key in memory.
-    readonly key: VersionKey | null,
+    // The key's shared buffer (ciphertext.ts, VersionKey) and where this version's unwrapped material is in it:
+    // present only while the version is ENABLED, so a disabled or scheduled version keeps no usable key in memory.
+    private readonly bytes: Buffer | null,
+    private readonly materialAt: number,
   ) {}
+
+  // What Encrypt and Decrypt use, or null when the version is not ENABLED. The version is its own VersionKey, so
+  // that no further object is kept per version.
+  get key(): VersionKey | null {
+    return this.bytes === null ? null : { algorithm: this.algorithm, versionId: this.id, bytes: this.bytes, materialAt: this.materialAt };
+  }
 
   // What reads report: everything but the material; frozen, as the entry's record is.
   get info(): VersionInfo {
@@ -119,16 +126,22 @@ export class KeyCache {
   // Unwraps the material of every ENABLED version; throws when the master key cannot. Changes nothing. Without
   // `unwrap`, no material is unwrapped and every key is null: an entry for metadata only, never installed.
   build(aggregate: KeyAggregate, unwrap = true): CachedKey {
-    const idBytes = Buffer.from(aggregate.key.id);
+    const usable = aggregate.versions.filter((v) => unwrap && v.state === "ENABLED" && v.wrappedMaterial !== null);
+    const materials = usable.map((v) => this.masterKey.unwrap(v.wrappedMaterial!, v.keyId, v.id));
+    const { bytes, offsets } = materials.length === 0 ? { bytes: null, offsets: [] } : versionBytes(Buffer.from(aggregate.key.id), materials);
+    for (const m of materials) m.fill(0);
     const versions = aggregate.versions.map((v) => {
-      let key: VersionKey | null = null;
-      const algorithm = interned(algorithms, v.algorithm);
-      if (unwrap && v.state === "ENABLED" && v.wrappedMaterial !== null) {
-        const material = this.masterKey.unwrap(v.wrappedMaterial, v.keyId, v.id);
-        key = versionKey(algorithm, material, idBytes, v.id);
-        material.fill(0);
-      }
-      return new CachedVersion(aggregate.key.id, v.id, interned(versionStates, v.state), algorithm, v.createdAt, v.destroyAt, key);
+      const at = usable.indexOf(v);
+      return new CachedVersion(
+        aggregate.key.id,
+        v.id,
+        interned(versionStates, v.state),
+        interned(algorithms, v.algorithm),
+        v.createdAt,
+        v.destroyAt,
+        at === -1 ? null : bytes,
+        at === -1 ? 0 : offsets[at]!,
+      );
     });
     const k = aggregate.key;
     const record = Object.freeze({
