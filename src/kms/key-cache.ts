@@ -94,6 +94,9 @@ export class KeyCache {
   // installed over it (installLoaded).
   private commits = 0;
   private trusted = true;
+  // Namespaces, owners and labels repeat across keys, but every row read from storage brings new strings: entries
+  // share one copy of each. Bounded: a store with more distinct values than this just shares less.
+  private readonly strings = new Map<string, string>();
 
   constructor(
     private readonly masterKey: MasterKey,
@@ -146,11 +149,11 @@ export class KeyCache {
     const k = aggregate.key;
     const record = Object.freeze({
       id: k.id,
-      parentId: k.parentId,
+      parentId: this.shared(k.parentId),
       name: k.name,
       description: k.description,
-      owner: k.owner,
-      labels: Object.freeze([...k.labels]) as string[],
+      owner: this.shared(k.owner),
+      labels: Object.freeze(k.labels.map((l) => this.shared(l))) as string[],
       rotationPeriodMs: k.rotationPeriodMs,
       nextRotationAt: k.nextRotationAt,
       defaultAlgorithm: interned(algorithms, k.defaultAlgorithm),
@@ -160,6 +163,14 @@ export class KeyCache {
       goneAt: k.goneAt,
     });
     return new CachedKey(record, versions);
+  }
+
+  private shared(value: string): string {
+    const known = this.strings.get(value);
+    if (known !== undefined) return known;
+    if (this.strings.size >= 4096) this.strings.clear();
+    this.strings.set(value, value);
+    return value;
   }
 
   // Installs what a mutation just committed; never fails.
