@@ -108,6 +108,8 @@ export async function postgresStore(adminUrl: string, database: string): Promise
         await insert(client, "compute_node_pools", poolColumns, ["text", "text", "text", "text", "text", "int", "text", "text", "text", "bigint", "bigint"], rows.pools as never);
         await insert(client, "compute_tasks", taskColumns, ["text", "text", "text", "text", "text", "text", "text", "text", "bigint", "bigint", "text", "text", "int"], rows.tasks as never);
         await client.query("COMMIT");
+        // What autovacuum would do after such a growth, before the planner is asked about the new rows.
+        await client.query("ANALYZE");
       } catch (err) {
         await client.query("ROLLBACK");
         throw err;
