@@ -1,5 +1,5 @@
 import { createCipheriv, createDecipheriv, randomFillSync } from "node:crypto";
-import type { KeyObject } from "node:crypto";
+import { keyLengthBytes } from "./model.js";
 import type { Algorithm } from "./model.js";
 
 // Ciphertext layout, self-describing and opaque to callers:
@@ -38,23 +38,50 @@ function takeNonce(target: Buffer, at: number): void {
 }
 
 // One ENABLED key version, ready to seal and open: built once when the version enters the cache, so that no call
-// re-derives anything from it.
+// re-derives anything from it. A cache holds one per version of up to a million keys, so it is kept small: the
+// versions of a key share one buffer, `bytes` = uint16 length of key id || key id (the part of the GCM additional
+// data after the ciphertext's header that is the same for every ciphertext of the key; the caller's AAD follows it,
+// each passed to GCM by a setAAD of its own, which GCM treats as one stream) || the material of each version, this
+// one's at `materialAt`. The material is in a plain buffer rather than a KeyObject: a KeyObject costs about 0.9 KB of
+// native memory each, more than everything else of a cached key together, and OpenSSL runs the key schedule on every
+// createCipheriv either way.
 export interface VersionKey {
   readonly algorithm: Algorithm;
-  readonly secret: KeyObject;
   readonly versionId: number;
-  // header || uint16 length of key id || key id: the part of the GCM additional data that is the same for every
-  // ciphertext of this version. The caller's AAD follows it as a second setAAD, which GCM treats as one stream.
-  readonly aadPrefix: Buffer;
+  readonly bytes: Buffer;
+  readonly materialAt: number;
 }
 
-export function versionKey(algorithm: Algorithm, secret: KeyObject, keyId: Buffer, versionId: number): VersionKey {
-  const aadPrefix = Buffer.allocUnsafe(HEADER_BYTES + 2 + keyId.length);
-  aadPrefix[0] = FORMAT;
-  aadPrefix.writeUInt32BE(versionId, 1);
-  aadPrefix.writeUInt16BE(keyId.length, HEADER_BYTES);
-  keyId.copy(aadPrefix, HEADER_BYTES + 2);
-  return { algorithm, secret, versionId, aadPrefix };
+// The shared buffer of a key's versions (above), allocated on its own: a slice of Node's shared pool would keep a
+// whole 8 KiB slab alive for as long as the key stays cached. Returns where each material starts.
+export function versionBytes(keyId: Buffer, materials: readonly Uint8Array[]): { bytes: Buffer; offsets: number[] } {
+  let length = 2 + keyId.length;
+  for (const m of materials) length += m.length;
+  const bytes = Buffer.allocUnsafeSlow(length);
+  bytes.writeUInt16BE(keyId.length, 0);
+  keyId.copy(bytes, 2);
+  const offsets: number[] = [];
+  let at = 2 + keyId.length;
+  for (const m of materials) {
+    offsets.push(at);
+    bytes.set(m, at);
+    at += m.length;
+  }
+  return { bytes, offsets };
+}
+
+// One version with a buffer of its own.
+export function versionKey(algorithm: Algorithm, material: Uint8Array, keyId: Buffer, versionId: number): VersionKey {
+  const { bytes, offsets } = versionBytes(keyId, [material]);
+  return { algorithm, versionId, bytes, materialAt: offsets[0]! };
+}
+
+function keyIdPart(key: VersionKey): Buffer {
+  return key.bytes.subarray(0, 2 + key.bytes.readUInt16BE(0));
+}
+
+function secret(key: VersionKey): Buffer {
+  return key.bytes.subarray(key.materialAt, key.materialAt + keyLengthBytes[key.algorithm]);
 }
 
 // The size of the ciphertext of a plaintext of this size.
@@ -65,10 +92,12 @@ export function sealedLength(plaintextBytes: number): number {
 // Writes the ciphertext into out[at, at + sealedLength(plaintext.length)), for a caller that has the buffer the
 // ciphertext goes out in.
 export function sealInto(out: Buffer, at: number, key: VersionKey, plaintext: Uint8Array, aad: Uint8Array): void {
-  key.aadPrefix.copy(out, at, 0, HEADER_BYTES);
+  out[at] = FORMAT;
+  out.writeUInt32BE(key.versionId, at + 1);
   takeNonce(out, at + HEADER_BYTES);
-  const cipher = createCipheriv(gcmNames[key.algorithm], key.secret, out.subarray(at + HEADER_BYTES, at + HEADER_BYTES + NONCE_BYTES));
-  cipher.setAAD(key.aadPrefix);
+  const cipher = createCipheriv(gcmNames[key.algorithm], secret(key), out.subarray(at + HEADER_BYTES, at + HEADER_BYTES + NONCE_BYTES));
+  cipher.setAAD(out.subarray(at, at + HEADER_BYTES));
+  cipher.setAAD(keyIdPart(key));
   if (aad.length > 0) cipher.setAAD(aad);
   let offset = at + HEADER_BYTES + NONCE_BYTES;
   offset += cipher.update(plaintext).copy(out, offset);
@@ -90,14 +119,16 @@ export function ciphertextVersion(ciphertext: Uint8Array): number | null {
   return version >= 1 ? version : null;
 }
 
-// Opens a ciphertext of `key`'s version (as ciphertextVersion named it): its header is then the key's own, so the
-// cached prefix is exactly the additional data it was sealed with. Returns null when authentication fails;
+// Opens a ciphertext of `key`'s version (as ciphertextVersion named it): its header is then the version's own, so
+// header and key id are exactly the additional data it was sealed with. Returns null when authentication fails;
 // callers answer every failure with the same message so the result is no oracle.
 export function open(key: VersionKey, ciphertext: Uint8Array, aad: Uint8Array): Uint8Array | null {
   const n = ciphertext.length;
   if (ciphertextVersion(ciphertext) !== key.versionId) return null;
-  const decipher = createDecipheriv(gcmNames[key.algorithm], key.secret, ciphertext.subarray(HEADER_BYTES, HEADER_BYTES + NONCE_BYTES));
-  decipher.setAAD(key.aadPrefix);
+  const decipher = createDecipheriv(gcmNames[key.algorithm], secret(key), ciphertext.subarray(HEADER_BYTES, HEADER_BYTES + NONCE_BYTES));
+  // The header is the version's own (checked above), so it is the header the ciphertext was sealed with.
+  decipher.setAAD(ciphertext.subarray(0, HEADER_BYTES));
+  decipher.setAAD(keyIdPart(key));
   if (aad.length > 0) decipher.setAAD(aad);
   decipher.setAuthTag(ciphertext.subarray(n - TAG_BYTES));
   const body = decipher.update(ciphertext.subarray(HEADER_BYTES + NONCE_BYTES, n - TAG_BYTES));

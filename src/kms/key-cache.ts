@@ -1,29 +1,81 @@
-import { createSecretKey } from "node:crypto";
-import { versionKey } from "./ciphertext.js";
+import { versionBytes } from "./ciphertext.js";
 import type { VersionKey } from "./ciphertext.js";
 import type { MasterKey } from "./master-key.js";
 import type { KeyView } from "./key-manager.js";
-import type { KeyAggregate, VersionInfo } from "./model.js";
+import { algorithms, versionStates } from "./model.js";
+import type { Algorithm, CryptoKeyRecord, KeyAggregate, VersionInfo, VersionState } from "./model.js";
 
-export interface CachedVersion {
-  // What the store holds about the version, less its wrapped material; frozen, as every read shares it.
-  readonly info: VersionInfo;
-  // Unwrapped material, present only while the version is ENABLED: a disabled or scheduled version keeps no
-  // usable key in memory.
-  readonly key: VersionKey | null;
+// A cache may hold a hundred thousand keys or more, so an entry keeps one object per key, one per version, and one
+// buffer per key for the unwrapped material of its ENABLED versions; what reads return (the key's view, version
+// infos) is built per call from them. docs/performance.md has the measured bytes per key.
+export class CachedVersion implements VersionInfo {
+  constructor(
+    readonly keyId: string,
+    readonly id: number,
+    readonly state: VersionState,
+    readonly algorithm: Algorithm,
+    readonly createdAt: number,
+    readonly destroyAt: number | null,
+    // The key's shared buffer (ciphertext.ts, VersionKey) and where this version's unwrapped material is in it:
+    // present only while the version is ENABLED, so a disabled or scheduled version keeps no usable key in memory.
+    private readonly bytes: Buffer | null,
+    private readonly materialAt: number,
+  ) {}
+
+  // What Encrypt and Decrypt use, or null when the version is not ENABLED. The version is its own VersionKey, so
+  // that no further object is kept per version.
+  get key(): VersionKey | null {
+    return this.bytes === null ? null : { algorithm: this.algorithm, versionId: this.id, bytes: this.bytes, materialAt: this.materialAt };
+  }
+
+  // What reads report: everything but the material; frozen, as the entry's record is.
+  get info(): VersionInfo {
+    const { keyId, id, state, algorithm, createdAt, destroyAt } = this;
+    return Object.freeze({ keyId, id, state, algorithm, createdAt, destroyAt });
+  }
 }
 
-export interface CachedKey {
-  readonly id: string;
+export class CachedKey {
+  constructor(
+    // The key's metadata as the store holds it after its last committed mutation, frozen.
+    readonly record: Readonly<CryptoKeyRecord>,
+    // Every version, in id order (the order ListCryptoKeyVersions pages in).
+    readonly versionList: readonly CachedVersion[],
+  ) {}
+
+  get id(): string {
+    return this.record.id;
+  }
+
   // The namespace, for the access check of calls that name the key by id.
-  readonly parentId: string;
-  readonly goneAt: number | null;
-  // Every version, in id order (the order ListCryptoKeyVersions pages in).
-  readonly versions: ReadonlyMap<number, CachedVersion>;
-  readonly infos: readonly VersionInfo[];
-  // The key's metadata as the store holds it after its last committed mutation, frozen: GetCryptoKey,
-  // GetCryptoKeyVersion and ListCryptoKeyVersions answer from the entry, and their answers share it.
-  readonly view: KeyView;
+  get parentId(): string {
+    return this.record.parentId;
+  }
+
+  get goneAt(): number | null {
+    return this.record.goneAt;
+  }
+
+  version(versionId: number): CachedVersion | undefined {
+    // Keys have a handful of versions; a scan of an array costs less memory than a map and no more time.
+    for (const v of this.versionList) if (v.id === versionId) return v;
+    return undefined;
+  }
+
+  // GetCryptoKey, GetCryptoKeyVersion and ListCryptoKeyVersions answer from the entry.
+  get view(): KeyView {
+    const primaryId = this.record.primaryVersionId;
+    return { key: this.record, primary: primaryId === null ? null : (this.version(primaryId)?.info ?? null) };
+  }
+
+  get infos(): VersionInfo[] {
+    return this.versionList.map((v) => v.info);
+  }
+}
+
+// Strings read from storage are new strings for every row; the enumerations are kept as the one constant each.
+function interned<T extends string>(values: readonly T[], value: T): T {
+  return values.find((v) => v === value) ?? value;
 }
 
 // What Encrypt and Decrypt read instead of storage, and the key reads too. Every mutation of a key made in this
@@ -45,6 +97,9 @@ export class KeyCache {
   hits = 0;
   misses = 0;
   private trusted = true;
+  // Namespaces, owners and labels repeat across keys, but every row read from storage brings new strings: entries
+  // share one copy of each. Bounded: a store with more distinct values than this just shares less.
+  private readonly strings = new Map<string, string>();
 
   constructor(
     private readonly masterKey: MasterKey,
@@ -80,37 +135,48 @@ export class KeyCache {
   // Unwraps the material of every ENABLED version; throws when the master key cannot. Changes nothing. Without
   // `unwrap`, no material is unwrapped and every key is null: an entry for metadata only, never installed.
   build(aggregate: KeyAggregate, unwrap = true): CachedKey {
-    const versions = new Map<number, CachedVersion>();
-    const infos: VersionInfo[] = [];
-    const idBytes = Buffer.from(aggregate.key.id);
-    for (const v of aggregate.versions) {
-      let key: VersionKey | null = null;
-      if (unwrap && v.state === "ENABLED" && v.wrappedMaterial !== null) {
-        const material = this.masterKey.unwrap(v.wrappedMaterial, v.keyId, v.id);
-        key = versionKey(v.algorithm, createSecretKey(material), idBytes, v.id);
-        material.fill(0);
-      }
-      const info: VersionInfo = Object.freeze({
-        keyId: v.keyId,
-        id: v.id,
-        state: v.state,
-        algorithm: v.algorithm,
-        createdAt: v.createdAt,
-        destroyAt: v.destroyAt,
-      });
-      infos.push(info);
-      versions.set(v.id, { info, key });
-    }
-    const record = Object.freeze({ ...aggregate.key, labels: Object.freeze([...aggregate.key.labels]) as string[] });
-    const primary = record.primaryVersionId === null ? null : (versions.get(record.primaryVersionId)?.info ?? null);
-    return {
-      id: record.id,
-      parentId: record.parentId,
-      goneAt: record.goneAt,
-      versions,
-      infos: Object.freeze(infos),
-      view: Object.freeze({ key: record, primary }),
-    };
+    const usable = aggregate.versions.filter((v) => unwrap && v.state === "ENABLED" && v.wrappedMaterial !== null);
+    const materials = usable.map((v) => this.masterKey.unwrap(v.wrappedMaterial!, v.keyId, v.id));
+    const { bytes, offsets } = materials.length === 0 ? { bytes: null, offsets: [] } : versionBytes(Buffer.from(aggregate.key.id), materials);
+    for (const m of materials) m.fill(0);
+    const versions = aggregate.versions.map((v) => {
+      const at = usable.indexOf(v);
+      return new CachedVersion(
+        aggregate.key.id,
+        v.id,
+        interned(versionStates, v.state),
+        interned(algorithms, v.algorithm),
+        v.createdAt,
+        v.destroyAt,
+        at === -1 ? null : bytes,
+        at === -1 ? 0 : offsets[at]!,
+      );
+    });
+    const k = aggregate.key;
+    const record = Object.freeze({
+      id: k.id,
+      parentId: this.shared(k.parentId),
+      name: k.name,
+      description: k.description,
+      owner: this.shared(k.owner),
+      labels: Object.freeze(k.labels.map((l) => this.shared(l))) as string[],
+      rotationPeriodMs: k.rotationPeriodMs,
+      nextRotationAt: k.nextRotationAt,
+      defaultAlgorithm: interned(algorithms, k.defaultAlgorithm),
+      primaryVersionId: k.primaryVersionId,
+      nextVersionId: k.nextVersionId,
+      createdAt: k.createdAt,
+      goneAt: k.goneAt,
+    });
+    return new CachedKey(record, versions);
+  }
+
+  private shared(value: string): string {
+    const known = this.strings.get(value);
+    if (known !== undefined) return known;
+    if (this.strings.size >= 4096) this.strings.clear();
+    this.strings.set(value, value);
+    return value;
   }
 
   // Installs what a mutation just committed; never fails.

@@ -216,7 +216,7 @@ export class KeyManager {
   getVersion(keyId: string, versionId: number): VersionInfo | Promise<VersionInfo> {
     const entry = this.cached(keyId, true);
     const find = (e: CachedKey) => {
-      const version = e.versions.get(versionId);
+      const version = e.version(versionId);
       if (version === undefined) throw versionNotFound(keyId, versionId);
       return version.info;
     };
@@ -308,9 +308,9 @@ export class KeyManager {
   }
 
   private enabledKey(entry: CachedKey, versionId: number): VersionKey {
-    const version = entry.versions.get(versionId);
+    const version = entry.version(versionId);
     if (version === undefined) throw versionNotFound(entry.id, versionId);
-    if (version.key === null) throw notEnabled(entry.id, versionId, effectiveState(version.info, this.clock.now()));
+    if (version.key === null) throw notEnabled(entry.id, versionId, effectiveState(version, this.clock.now()));
     return version.key;
   }
 
@@ -322,10 +322,10 @@ export class KeyManager {
 
   private openWith(entry: CachedKey, ciphertext: Uint8Array, aad: Uint8Array): { versionId: number; plaintext: Uint8Array } {
     const versionId = ciphertextVersion(ciphertext);
-    const version = versionId === null ? undefined : entry.versions.get(versionId);
+    const version = versionId === null ? undefined : entry.version(versionId);
     // A ciphertext naming a version this key never had is as invalid as a tampered one: same answer.
     if (versionId === null || version === undefined) throw invalidCiphertext();
-    if (version.key === null) throw notEnabled(entry.id, versionId, effectiveState(version.info, this.clock.now()));
+    if (version.key === null) throw notEnabled(entry.id, versionId, effectiveState(version, this.clock.now()));
     const plaintext = open(version.key, ciphertext, aad);
     if (plaintext === null) throw invalidCiphertext();
     return { versionId, plaintext };

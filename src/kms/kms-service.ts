@@ -31,17 +31,18 @@ interface KeyMessage {
   validUntil: number;
 }
 
-// The CryptoKey message of each cached key view, built once and frozen (so that every call may share it, and the
-// gRPC adapter encodes it once). A mutation installs a new view, which gets a message of its own.
-const keyMessages = new WeakMap<KeyView, KeyMessage>();
+// The CryptoKey message of each cached key record, built once and frozen (so that every call may share it, and the
+// gRPC adapter encodes it once). A mutation installs a new record, which gets a message of its own; the message
+// lives as long as the cache entry's record, so only keys that are read hold one.
+const keyMessages = new WeakMap<KeyView["key"], KeyMessage>();
 
 function keyMessage(view: KeyView, now: number): CryptoKey {
-  const known = keyMessages.get(view);
+  const known = keyMessages.get(view.key);
   if (known !== undefined && now < known.validUntil) return known.message;
   const { primary } = view;
   const scheduled = primary !== null && primary.state === "DESTROYED_SCHEDULED" && primary.destroyAt !== null && primary.destroyAt > now;
   const message = freezeMessage(keyToProto(view, now));
-  keyMessages.set(view, { message, validUntil: scheduled ? primary.destroyAt! : Number.POSITIVE_INFINITY });
+  keyMessages.set(view.key, { message, validUntil: scheduled ? primary.destroyAt! : Number.POSITIVE_INFINITY });
   return message;
 }
 

@@ -1,5 +1,4 @@
 import type { Logger } from "pino";
-import { openPostgresStorage } from "./postgres/postgres-storage.js";
 import { openSqliteStorage } from "./sqlite/sqlite-storage.js";
 import type { Storage } from "./storage.js";
 
@@ -10,8 +9,10 @@ export interface StorageSettings {
 }
 
 // The one place that chooses the store: PostgreSQL when DATABASE_URL is set (several servers share it), else the
-// embedded SQLite store of the data directory.
+// embedded SQLite store of the data directory. The PostgreSQL store (and its driver) is loaded only when chosen:
+// loading it costs about a tenth of a second of every start on the embedded store (docs/performance.md).
 export async function openStorage(settings: StorageSettings, logger: Logger): Promise<Storage> {
   if (settings.databaseUrl === "") return openSqliteStorage(settings.dataDir);
+  const { openPostgresStorage } = await import("./postgres/postgres-storage.js");
   return openPostgresStorage({ url: settings.databaseUrl, poolSize: settings.databasePoolSize }, logger);
 }

@@ -188,6 +188,24 @@ describe("KeyCache: key reads after each mutation", () => {
     expect(Object.isFrozen(view.key) && Object.isFrozen(view.key.labels) && Object.isFrozen(versions[0])).toBe(true);
   });
 
+  it("stays bounded by its setting: the least recently installed key goes first and is read again from the store", async () => {
+    const cache = new KeyCache(master, 3);
+    const small = new KeyManager(store, cache, master, clock, { destroyGraceMs: GRACE });
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      ids.push((await small.createKey({ parentId: "ns", name: `k${i}`, description: "", labels: [], rotationPeriodMs: null, defaultAlgorithm: "AES_128", owner: "alice" })).key.id);
+    }
+    expect(ids.map((id) => cache.get(id) !== undefined)).toEqual([false, false, true, true, true]);
+    // An evicted key still works: one read of the store brings it back, and pushes out the oldest of the others.
+    const before = store.reads;
+    const sealed = await small.encrypt(ids[0]!, 1, Buffer.from("evicted"), NO_AAD);
+    expect(store.reads).toBe(before + 1);
+    expect(ids.map((id) => cache.get(id) !== undefined)).toEqual([true, false, false, true, true]);
+    const opened = small.decrypt(ids[0]!, sealed, NO_AAD);
+    expect(opened).not.toBeInstanceOf(Promise);
+    expect(Buffer.from((opened as { plaintext: Uint8Array }).plaintext).toString()).toBe("evicted");
+  });
+
   it("does not install what a read loaded before a mutation committed", async () => {
     const { key } = await newKey();
     const restarted = managerWith(master);

@@ -3,6 +3,8 @@ import { alreadyExists } from "../../errors/domain-error.js";
 import { mergeVersions } from "../../kms/model.js";
 import type { CryptoKeyRecord, KeyAggregate } from "../../kms/model.js";
 import type { KeyMutation, KeyPage, KmsStore, MasterKeyCheckRecord, MasterKeyStore, WrappedMaterial } from "../kms-store.js";
+import { GroupCommit } from "./group-commit.js";
+import { PageCheckpoints } from "./page-checkpoints.js";
 import { keyFromRow, keyParams, masterKeyCheckFromRow, masterKeyCheckParams, versionFromRow, versionParams, wrappedFromRow } from "../rows.js";
 import type { KeyRow, MasterKeyRow, VersionRow, WrappedRow } from "../rows.js";
 
@@ -10,11 +12,15 @@ import type { KeyRow, MasterKeyRow, VersionRow, WrappedRow } from "../rows.js";
 const REWRAP_PAGE = 500;
 
 // better-sqlite3 is synchronous, so each method runs to completion without interleaving; transactions make
-// the multi-row writes atomic and durable before the promise resolves.
+// the multi-row writes atomic and durable before the promise resolves. Key creations and mutations, the writes
+// many callers make at once, share commits (group-commit.ts).
 export class SqliteKmsStore implements KmsStore, MasterKeyStore {
   private readonly stmt;
+  private readonly group: GroupCommit;
+  private readonly checkpoints = new PageCheckpoints();
 
   constructor(private readonly db: Database.Database) {
+    this.group = new GroupCommit(db);
     this.stmt = {
       insertKey: db.prepare(
         `INSERT INTO kms_keys VALUES (@id, @parent_id, @name, @description, @owner, @labels, @rotation_period_ms,
@@ -41,6 +47,12 @@ export class SqliteKmsStore implements KmsStore, MasterKeyStore {
         `SELECT * FROM kms_keys WHERE parent_id = ? AND (gone_at IS NULL OR gone_at > ?)
          ORDER BY created_at, id LIMIT ? OFFSET ?`,
       ),
+      // From a known position on (page-checkpoints.ts): an index seek to the key, then OFFSET skips the rest.
+      listKeysFrom: db.prepare(
+        `SELECT * FROM kms_keys WHERE parent_id = ? AND (gone_at IS NULL OR gone_at > ?) AND (created_at, id) >= (?, ?)
+         ORDER BY created_at, id LIMIT ? OFFSET ?`,
+      ),
+      nextGoneAt: db.prepare("SELECT min(gone_at) FROM kms_keys WHERE parent_id = ? AND gone_at > ?"),
       dueDestruction: db.prepare(
         `SELECT DISTINCT key_id FROM kms_versions WHERE wrapped_material IS NOT NULL AND destroy_at IS NOT NULL
            AND destroy_at <= ? LIMIT ?`,
@@ -87,12 +99,13 @@ export class SqliteKmsStore implements KmsStore, MasterKeyStore {
     return { key: keyFromRow(row), versions };
   }
 
-  async createKey(aggregate: KeyAggregate, now: number): Promise<void> {
-    this.db.transaction(() => {
+  createKey(aggregate: KeyAggregate, now: number): Promise<void> {
+    return this.group.run(() => {
       this.assertNameFree(aggregate.key, now);
       this.stmt.insertKey.run(keyParams(aggregate.key));
       for (const v of aggregate.versions) this.stmt.upsertVersion.run(versionParams(v));
-    }).immediate();
+      this.checkpoints.keyCreated(aggregate.key.parentId, aggregate.key);
+    });
   }
 
   async getKey(keyId: string): Promise<KeyAggregate | null> {
@@ -100,8 +113,20 @@ export class SqliteKmsStore implements KmsStore, MasterKeyStore {
   }
 
   async listKeys(parentId: string, now: number, page: KeyPage) {
-    const rows = this.stmt.listKeys.all(parentId, now, page.limit, page.offset) as KeyRow[];
-    return rows.map((r) => {
+    const from = page.offset === 0 ? null : this.checkpoints.nearest(parentId, page.offset, now);
+    // One row more than the page: the key at the next page's offset, recorded for it.
+    const rows = (
+      from === null
+        ? this.stmt.listKeys.all(parentId, now, page.limit + 1, page.offset)
+        : this.stmt.listKeysFrom.all(parentId, now, from.key.createdAt, from.key.id, page.limit + 1, page.offset - from.offset)
+    ) as KeyRow[];
+    const validUntil = () => (this.stmt.nextGoneAt.pluck().get(parentId, now) as number | null) ?? Number.POSITIVE_INFINITY;
+    const record = (offset: number, row: KeyRow | undefined) => {
+      if (row !== undefined) this.checkpoints.record(parentId, offset, { createdAt: row.created_at, id: row.id }, now, validUntil);
+    };
+    record(page.offset, rows[0]);
+    record(page.offset + page.limit, rows[page.limit]);
+    return rows.slice(0, page.limit).map((r) => {
       const key = keyFromRow(r);
       const primaryRow =
         key.primaryVersionId === null ? undefined : (this.stmt.getVersion.get(key.id, key.primaryVersionId) as VersionRow | undefined);
@@ -109,18 +134,17 @@ export class SqliteKmsStore implements KmsStore, MasterKeyStore {
     });
   }
 
-  async mutateKey<T>(keyId: string, now: number, decide: (current: KeyAggregate) => KeyMutation<T>) {
-    return this.db
-      .transaction(() => {
-        const current = this.readAggregate(keyId);
-        if (current === null) return null;
-        const mutation = decide(current);
-        if (mutation.key.name !== current.key.name) this.assertNameFree(mutation.key, now);
-        this.stmt.updateKey.run(keyParams(mutation.key));
-        for (const v of mutation.versions) this.stmt.upsertVersion.run(versionParams(v));
-        return { aggregate: { key: mutation.key, versions: mergeVersions(current.versions, mutation.versions) }, result: mutation.result };
-      })
-      .immediate();
+  mutateKey<T>(keyId: string, now: number, decide: (current: KeyAggregate) => KeyMutation<T>) {
+    return this.group.run(() => {
+      const current = this.readAggregate(keyId);
+      if (current === null) return null;
+      const mutation = decide(current);
+      if (mutation.key.name !== current.key.name) this.assertNameFree(mutation.key, now);
+      this.stmt.updateKey.run(keyParams(mutation.key));
+      if (mutation.key.goneAt !== current.key.goneAt) this.checkpoints.goneChanged(current.key.parentId);
+      for (const v of mutation.versions) this.stmt.upsertVersion.run(versionParams(v));
+      return { aggregate: { key: mutation.key, versions: mergeVersions(current.versions, mutation.versions) }, result: mutation.result };
+    });
   }
 
   async keysWithDueDestruction(now: number, limit: number): Promise<string[]> {
