@@ -82,3 +82,13 @@ describe("secretMatches", () => {
     expect(Buffer.from(hashSecret("abc")).toString("hex")).toBe("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
   });
 });
+
+describe("newId", () => {
+  it("never starts with '-', which the operator command would read as an option", () => {
+    // 1 id in 64 starts with "-" in base64url: 5,000 would all but surely show one.
+    const ids = Array.from({ length: 5_000 }, () => newId());
+    expect(ids.filter((id) => id.startsWith("-"))).toEqual([]);
+    expect(new Set(ids.map((id) => id[0])).size).toBeGreaterThan(50);
+    expect(ids.every((id) => /^[A-Za-z0-9_-]{16}$/.test(id))).toBe(true);
+  });
+});
