@@ -6,15 +6,25 @@ import type { ComputeStore, PoolTaskStart, QueuedTasks, TaskFinish, TaskPage } f
 import { poolFromRow, poolParams, taskFromRow, taskParams } from "../rows.js";
 import type { PoolRow, TaskRow } from "../rows.js";
 import { announce, changeOf, first, insert, lockKinds, lockName, rows, transaction } from "./sql.js";
+import { claimOldest } from "./task-claim.js";
+import type { ClaimQuery } from "./task-claim.js";
 
 // Which tasks a worker ($1) may claim: PENDING ones, and RUNNING ones of another worker whose heartbeat is older than
 // $2 (or gone).
 const CLAIMABLE = `t.status IN ('PENDING', 'RUNNING')
   AND (t.status = 'PENDING' OR (t.claimed_by IS DISTINCT FROM $1 AND (w.heartbeat_at IS NULL OR w.heartbeat_at < $2)))`;
 
-// A claim that finds its candidate taken meanwhile looks for the next one, a few times, then leaves it to the next
-// pass of the worker.
-const MAX_CLAIM_TRIES = 5;
+// A task taken over from a dead worker is not a change a caller sees, so modified_at moves only on PENDING -> RUNNING.
+const CLAIM: ClaimQuery = {
+  table: "compute_tasks",
+  claimable: CLAIMABLE,
+  update: (seq, workerId, now) => ({
+    text: `UPDATE compute_tasks SET status = 'RUNNING', claimed_by = $1, attempts = attempts + 1,
+             modified_at = CASE WHEN status = 'PENDING' THEN $2 ELSE modified_at END
+           WHERE seq = $3 RETURNING *`,
+    values: [workerId, now, seq],
+  }),
+};
 
 // Node pools and tasks in PostgreSQL, shared by every server on the database. A task is claimed by one worker with
 // FOR UPDATE SKIP LOCKED (concurrent claimers pass over a row another is taking instead of waiting for it); the claim
@@ -133,39 +143,8 @@ export class PostgresComputeStore implements ComputeStore {
   }
 
   async claimTask(workerId: string, now: number, staleBefore: number): Promise<TaskRecord | null> {
-    return transaction(this.pool, async (client) => {
-      // Candidates oldest first; a row another claimer holds is skipped, not waited for.
-      for (let tries = 0; tries < MAX_CLAIM_TRIES; tries++) {
-        const candidate = await first<{ seq: number }>(
-          client,
-          `SELECT t.seq FROM compute_tasks t LEFT JOIN compute_workers w ON w.id = t.claimed_by
-           WHERE ${CLAIMABLE} ORDER BY t.seq LIMIT 1 FOR UPDATE OF t SKIP LOCKED`,
-          [workerId, staleBefore],
-        );
-        if (candidate === null) return null;
-        // Checked again, now that the row is ours, by a statement of its own and so on everything committed. A row
-        // that another claimer changed and committed while this one waited for it is re-checked by PostgreSQL
-        // against its new version but with the worker row as the first statement saw it (none, for a task that was
-        // PENDING), which would let a task be taken from a live worker.
-        const still = await first<{ seq: number }>(
-          client,
-          `SELECT t.seq FROM compute_tasks t LEFT JOIN compute_workers w ON w.id = t.claimed_by WHERE t.seq = $3 AND ${CLAIMABLE}`,
-          [workerId, staleBefore, candidate.seq],
-        );
-        if (still === null) continue;
-        // A task taken over from a dead worker is not a change a caller sees, so modified_at moves only on PENDING
-        // -> RUNNING.
-        const row = await first<TaskRow>(
-          client,
-          `UPDATE compute_tasks SET status = 'RUNNING', claimed_by = $1, attempts = attempts + 1,
-             modified_at = CASE WHEN status = 'PENDING' THEN $2 ELSE modified_at END
-           WHERE seq = $3 RETURNING *`,
-          [workerId, now, candidate.seq],
-        );
-        return taskFromRow(row!);
-      }
-      return null;
-    });
+    const row = await claimOldest<TaskRow>(this.pool, CLAIM, workerId, now, staleBefore);
+    return row === null ? null : taskFromRow(row);
   }
 
   async finishTask(

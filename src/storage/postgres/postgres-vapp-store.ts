@@ -5,19 +5,22 @@ import type { VAppStore, VAppTaskFinish } from "../vapp-store.js";
 import { vappFromRow, vappTaskFromRow, vappTaskToRow, vappToRow } from "../vapp-rows.js";
 import type { VAppRow, VAppTaskRow } from "../vapp-rows.js";
 import { announce, changeOf, first, insert, lockKinds, lockName, transaction } from "./sql.js";
+import { claimOldest } from "./task-claim.js";
+import type { ClaimQuery } from "./task-claim.js";
 
 // Which vApp tasks a worker ($1) may claim: running ones nobody holds, and those of another worker whose heartbeat
 // is older than $2 (or gone). A vApp task is stored running (vapp-manager.ts).
 const CLAIMABLE = `t.status = 'running'
   AND (t.claimed_by IS NULL OR (t.claimed_by IS DISTINCT FROM $1 AND (w.heartbeat_at IS NULL OR w.heartbeat_at < $2)))`;
 
-// A claim that finds its candidate taken meanwhile looks for the next one, a few times, then leaves it to the next
-// pass of the worker.
-const MAX_CLAIM_TRIES = 5;
+const CLAIM: ClaimQuery = {
+  table: "vapp_tasks",
+  claimable: CLAIMABLE,
+  update: (seq, workerId) => ({ text: "UPDATE vapp_tasks SET claimed_by = $1, attempts = attempts + 1 WHERE seq = $2 RETURNING *", values: [workerId, seq] }),
+};
 
 // vApps and their tasks in PostgreSQL, shared by every server on the database, claimed as node pool tasks are
-// (postgres-compute-store.ts): FOR UPDATE SKIP LOCKED, then the claim checked again on the locked row. Workers'
-// heartbeats are the compute store's (compute_workers).
+// (task-claim.ts). Workers' heartbeats are the compute store's (compute_workers).
 export class PostgresVAppStore implements VAppStore {
   constructor(private readonly pool: pg.Pool) {}
 
@@ -48,31 +51,9 @@ export class PostgresVAppStore implements VAppStore {
     return row === null ? null : vappTaskFromRow(row);
   }
 
-  async claimTask(workerId: string, _now: number, staleBefore: number): Promise<VAppTaskRecord | null> {
-    return transaction(this.pool, async (client) => {
-      for (let tries = 0; tries < MAX_CLAIM_TRIES; tries++) {
-        const candidate = await first<{ seq: number }>(
-          client,
-          `SELECT t.seq FROM vapp_tasks t LEFT JOIN compute_workers w ON w.id = t.claimed_by
-           WHERE ${CLAIMABLE} ORDER BY t.seq LIMIT 1 FOR UPDATE OF t SKIP LOCKED`,
-          [workerId, staleBefore],
-        );
-        if (candidate === null) return null;
-        // Checked again on everything committed, as postgres-compute-store.ts explains.
-        const still = await first<{ seq: number }>(
-          client,
-          `SELECT t.seq FROM vapp_tasks t LEFT JOIN compute_workers w ON w.id = t.claimed_by WHERE t.seq = $3 AND ${CLAIMABLE}`,
-          [workerId, staleBefore, candidate.seq],
-        );
-        if (still === null) continue;
-        const row = await first<VAppTaskRow>(client, "UPDATE vapp_tasks SET claimed_by = $1, attempts = attempts + 1 WHERE seq = $2 RETURNING *", [
-          workerId,
-          candidate.seq,
-        ]);
-        return vappTaskFromRow(row!);
-      }
-      return null;
-    });
+  async claimTask(workerId: string, now: number, staleBefore: number): Promise<VAppTaskRecord | null> {
+    const row = await claimOldest<VAppTaskRow>(this.pool, CLAIM, workerId, now, staleBefore);
+    return row === null ? null : vappTaskFromRow(row);
   }
 
   async finishVAppTask(
