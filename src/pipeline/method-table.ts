@@ -12,6 +12,8 @@ export interface MethodEntry {
   readonly method: DescMethod;
   // "/package.Service/Method", the path of gRPC, gRPC-web and Connect.
   readonly path: string;
+  // "package.Service/Method", as logs and the audit trail name it (built once: every audited call names it).
+  readonly name: string;
   readonly policy: MethodPolicy;
   // The bounds of its request message's repeated fields, which the adapters count before decoding a request.
   readonly limits: MessageLimits;
@@ -47,7 +49,7 @@ export class MethodTable {
     if (this.#byPath.has(path)) throw new Error(`${path} is served twice`);
     const last = handler === null ? null : (call: Call): Outcome => handler(call.request, call);
     const invoke = last === null ? null : compose(this.stages, last);
-    this.#byPath.set(path, { method, path, policy: policyOf(method), limits: limitsOf(method.input), handler, invoke });
+    this.#byPath.set(path, { method, path, name: path.slice(1), policy: policyOf(method), limits: limitsOf(method.input), handler, invoke });
   }
 
   byPath(path: string): MethodEntry | undefined {

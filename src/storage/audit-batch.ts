@@ -10,34 +10,76 @@ import type { AuditFilter, AuditRecord } from "../identity/identity-model.js";
 export interface AuditBatchRow {
   first_at: number;
   last_at: number;
-  // JSON: [[at, principal, method, protocol, scope, resource, code, requestId], ...], in the order of the calls.
+  // JSON: {"at": t0, "strings": [...], "rows": [[at - t0, principal, method, protocol, scope, resource, code,
+  // requestId], ...]}, in the order of the calls, with principal, method, protocol, scope and resource as indexes into
+  // `strings`. The records of a batch repeat these (one principal's calls of one method on one key): written once
+  // each, a record takes about 60 bytes instead of 180, and appending it about a third less CPU (bench/README.md).
+  // Batches stored before this form are a plain array of records, [[at, principal, ...], ...], read as they are.
   records: string;
 }
 
 type Encoded = [number, string, string, string, string, string, number, string];
+type Indexed = [number, number, number, number, number, number, number, string];
+
+interface EncodedBatch {
+  at: number;
+  strings: string[];
+  rows: Indexed[];
+}
 
 export function encodeBatch(records: readonly AuditRecord[]): AuditBatchRow {
   let first = Infinity;
   let last = -Infinity;
-  const rows: Encoded[] = [];
   for (const r of records) {
     // The clock may step back between two calls of one batch; the batch spans both.
     if (r.at < first) first = r.at;
     if (r.at > last) last = r.at;
-    rows.push([r.at, r.principal, r.method, r.protocol, r.scope, r.resource, r.code, r.requestId]);
   }
-  return { first_at: first, last_at: last, records: JSON.stringify(rows) };
+  const base = records.length > 0 ? records[0]!.at : 0;
+  const strings: string[] = [];
+  const indexes = new Map<string, number>();
+  const indexOf = (text: string): number => {
+    let index = indexes.get(text);
+    if (index === undefined) {
+      index = strings.push(text) - 1;
+      indexes.set(text, index);
+    }
+    return index;
+  };
+  const rows: Indexed[] = [];
+  for (const r of records) {
+    rows.push([r.at - base, indexOf(r.principal), indexOf(r.method), indexOf(r.protocol), indexOf(r.scope), indexOf(r.resource), r.code, r.requestId]);
+  }
+  const batch: EncodedBatch = { at: base, strings, rows };
+  return { first_at: first, last_at: last, records: JSON.stringify(batch) };
 }
 
 export function decodeBatch(text: string): AuditRecord[] {
-  const rows = JSON.parse(text) as Encoded[];
+  if (text.startsWith("[")) {
+    return (JSON.parse(text) as Encoded[]).map(([at, principal, method, protocol, scope, resource, code, requestId]) => ({
+      at,
+      principal,
+      method,
+      protocol,
+      scope,
+      resource,
+      code,
+      requestId,
+    }));
+  }
+  const { at: base, strings, rows } = JSON.parse(text) as EncodedBatch;
+  const string = (index: number): string => {
+    const found = strings[index];
+    if (found === undefined) throw new Error(`an audit batch names string ${index} of ${strings.length}`);
+    return found;
+  };
   return rows.map(([at, principal, method, protocol, scope, resource, code, requestId]) => ({
-    at,
-    principal,
-    method,
-    protocol,
-    scope,
-    resource,
+    at: base + at,
+    principal: string(principal),
+    method: string(method),
+    protocol: string(protocol),
+    scope: string(scope),
+    resource: string(resource),
     code,
     requestId,
   }));

@@ -17,6 +17,17 @@ describe("the audit trail stored a batch to a row", () => {
     expect(decodeBatch(row.records)).toEqual(records);
   });
 
+  it("writes each repeated text of a batch once, and still reads batches stored as a plain array of records", () => {
+    const records = Array.from({ length: 100 }, (_, i) => record(1_764_000_000_000 + i, "p-1", "/v1/keys/a"));
+    const row = encodeBatch(records);
+    expect(row.records.split("kms.v1.KeyManagerService/Encrypt")).toHaveLength(2);
+    expect(row.records.length / records.length).toBeLessThan(40);
+    expect(decodeBatch(row.records)).toEqual(records);
+    const stored = JSON.stringify([[5, "p-1", "kms.v1.KeyManagerService/Encrypt", "grpc", "kms-namespace:team-a", "/v1/keys/a", 0, "req-5"]]);
+    expect(decodeBatch(stored)).toEqual([record(5, "p-1", "/v1/keys/a")]);
+    expect(() => decodeBatch(JSON.stringify({ at: 0, strings: [], rows: [[0, 0, 0, 0, 0, 0, 0, "r"]] }))).toThrow(/names string 0 of 0/);
+  });
+
   it("selects by time, principal, resource prefix or scope, oldest first, up to the limit", () => {
     const batches = [
       encodeBatch([record(1, "p-1", "/v1/keys/a"), record(2, "p-2", "/v1/keys/a/versions/2")]),

@@ -72,6 +72,12 @@ describe("Authenticator", () => {
     const t = await token();
     const tampered = `${t.text.slice(0, -1)}${t.text.endsWith("A") ? "B" : "A"}`;
     expect((await refusal(() => auth.authenticate(credentials({ token: tampered }), caller, "kms"))).message).toContain("is not valid");
+    // Once the real token has been verified (and is remembered by its text), a changed one is still checked in full.
+    expect(await auth.authenticate(credentials({ token: t.text }), caller, "kms")).toBe(t.principal);
+    // (From another address: this test's address has failures to spare for three only.)
+    expect((await refusal(() => auth.authenticate(credentials({ token: tampered }), other, "kms"))).message).toContain("is not valid");
+    const shortened = t.text.slice(0, -1);
+    expect((await refusal(() => auth.authenticate(credentials({ token: shortened }), other, "kms"))).message).toContain("is not valid");
     expect((await refusal(() => auth.authenticate(credentials({ token: "garbage" }), caller, "kms"))).message).toContain("not one the server issued");
     await admin.revokeTokens("app");
     expect((await refusal(() => auth.authenticate(credentials({ token: t.text }), caller, "kms"))).message).toContain("revoked");

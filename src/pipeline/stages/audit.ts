@@ -49,7 +49,7 @@ export function auditStage(trail: AuditTrail, clock: Clock): Stage {
     return trail.append({
       at: clock.now(),
       principal: call.principal,
-      method: `${call.method.parent.typeName}/${call.method.name}`,
+      method: call.entry.name,
       protocol: call.protocol,
       scope: bounded(call.scope),
       resource: bounded(policy.resource(call.request)),
