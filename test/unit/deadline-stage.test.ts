@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { DomainError } from "../../src/errors/domain-error.js";
 import type { Call } from "../../src/pipeline/call.js";
 import { MAX_DEADLINE_MS, callerTimeout, deadlineMs, deadlineStage, parseTimeout } from "../../src/pipeline/stages/deadline.js";
@@ -58,6 +58,29 @@ describe("deadlineStage", () => {
     await expect(outcome).rejects.toBeInstanceOf(DomainError);
     await expect(outcome).rejects.toMatchObject({ detail: { reason: "DEADLINE_EXCEEDED" } });
     expect(call.aborted).toBe(true);
+  });
+
+  it("arms no timer for calls that end within the turn of the event loop they started in, and still cuts the others", async () => {
+    const stage = deadlineStage(MAX_CALL_MS);
+    const setTimer = vi.spyOn(globalThis, "setTimeout");
+    try {
+      // A call that ends in a setImmediate queued before the stage's own is quick too: an Encrypt's audit batch,
+      // queued by the first audited call of the turn while its handler runs, before this stage sees its promise.
+      const batched = stage(callOf({ "grpc-timeout": "1S" }, false), () => new Promise((resolve) => setImmediate(() => resolve("batched"))));
+      const quick = Array.from({ length: 3 }, () => stage(callOf({ "grpc-timeout": "1S" }, false), () => Promise.resolve("quick")));
+      const slow = callOf({ "grpc-timeout": "30m" }, false);
+      const cut = stage(slow, () => later(2_000));
+      expect(await Promise.all([batched, ...quick])).toEqual(["batched", "quick", "quick", "quick"]);
+      await expect(cut).rejects.toMatchObject({ detail: { reason: "DEADLINE_EXCEEDED" } });
+      expect(slow.aborted).toBe(true);
+      // The quick calls' deadlines (1 s) were never armed; the slow call's (30 ms) was.
+      const delays = setTimer.mock.calls.map((args) => args[1] ?? 0);
+      expect(delays.filter((ms) => ms > 900 && ms <= 1_000)).toEqual([]);
+      expect(delays.filter((ms) => ms <= 30)).toHaveLength(1);
+      expect(performance.now() - slow.started).toBeLessThan(1_000);
+    } finally {
+      setTimer.mockRestore();
+    }
   });
 
   it("sets no deadline on a long_running call whose caller set none", () => {
