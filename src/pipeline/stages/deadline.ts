@@ -55,15 +55,17 @@ interface Watched {
 }
 
 // The deadline timers of calls that went asynchronous, armed only for the calls still running once the turn of the
-// event loop they started in is over. Most asynchronous calls end within it (an Encrypt waits only for its audit
-// batch, stored by a setImmediate queued before the one here), and a Node timer set and cleared for each of them
-// cost about 1% of the call (bench/README.md). A deadline is thus kept to within one turn of the loop.
+// event loop they started in is over: by one shared timer, which runs in the next turn's timers phase, after this
+// turn's setImmediate callbacks. Most asynchronous calls end within their turn (an Encrypt waits only for its
+// audit batch, stored by a setImmediate of the same turn, or for a rate-limit count in memory), and a Node timer set
+// and cleared for each of them cost about 1% of the call (bench/README.md). A deadline is kept to within a
+// millisecond or a turn of the loop, whichever is longer.
 class LazyTimers {
   private young: Watched[] = [];
 
   watch(call: { readonly deadline: number | undefined }, expire: () => void): Watched {
     const watched: Watched = { deadline: call.deadline!, expire, settled: false, timer: null };
-    if (this.young.push(watched) === 1) setImmediate(() => this.arm());
+    if (this.young.push(watched) === 1) setTimeout(() => this.arm(), 0);
     return watched;
   }
 
