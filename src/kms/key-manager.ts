@@ -44,12 +44,26 @@ export interface KeyView {
 const INVALID_CIPHERTEXT =
   "invalid: it was altered or truncated, or was not made with this key and this additional authenticated data";
 
-function newKeyId(): string {
-  // 20 characters of lowercase base32: opaque, URL-safe, 100 bits of randomness.
-  const alphabet = "abcdefghijklmnopqrstuvwxyz234567";
-  const bytes = randomBytes(20);
+// Base32 in ASCII order (digits first), so that ids compare as their values do.
+const ID_ALPHABET = "234567abcdefghijklmnopqrstuvwxyz";
+const TIME_CHARS = 9;
+const RANDOM_CHARS = 11;
+
+// 20 characters of lowercase base32: the creation time in milliseconds (9 characters, 45 bits, good until the year
+// 3084), then 55 random bits. Opaque and URL-safe as before; ordered by time so that a new key's rows go at the end
+// of the key and version indexes instead of on a random page of each: with 100 random bits a create dirtied two
+// random index pages, and cost 65 µs of storage CPU at 100k-300k keys against 34-39 µs (docs/performance.md). 55
+// random bits a millisecond leave a collision less likely than one in 10^13 at 64 creates in one millisecond; the
+// primary key refuses one anyway.
+export function newKeyId(now: number): string {
   let id = "";
-  for (const b of bytes) id += alphabet[b & 31];
+  let time = Math.max(0, Math.floor(now));
+  for (let i = 0; i < TIME_CHARS; i++) {
+    id = ID_ALPHABET[time % 32]! + id;
+    time = Math.floor(time / 32);
+  }
+  const bytes = randomBytes(RANDOM_CHARS);
+  for (const b of bytes) id += ID_ALPHABET[b & 31];
   return id;
 }
 
@@ -131,7 +145,7 @@ export class KeyManager {
 
   async createKey(input: NewKey): Promise<KeyView> {
     const now = this.clock.now();
-    const id = newKeyId();
+    const id = newKeyId(now);
     const first = this.newVersion(id, 1, input.defaultAlgorithm, now);
     const key: CryptoKeyRecord = {
       id,

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { DomainError } from "../../src/errors/domain-error.js";
 import { KeyCache } from "../../src/kms/key-cache.js";
-import { KeyManager } from "../../src/kms/key-manager.js";
+import { KeyManager, newKeyId } from "../../src/kms/key-manager.js";
 import { MasterKey } from "../../src/kms/master-key.js";
 import { openDatabase } from "../../src/storage/sqlite/database.js";
 import { SqliteKmsStore } from "../../src/storage/sqlite/sqlite-kms-store.js";
@@ -49,6 +49,22 @@ describe("KeyManager on the SQLite store", () => {
     expect(view.primary?.state).toBe("ENABLED");
     const stored = await store.getKey(view.key.id);
     expect(stored?.versions[0]?.wrappedMaterial?.length).toBe(12 + 32 + 16);
+  });
+
+  it("gives keys ids of 20 base32 characters that sort by creation time, and never the same id twice", async () => {
+    const first = await newKey();
+    clock.advance(1);
+    const second = await newKey();
+    for (const id of [first.key.id, second.key.id]) expect(id).toMatch(/^[a-z2-7]{20}$/);
+    expect(first.key.id < second.key.id).toBe(true);
+    // Within one millisecond, 55 random bits tell them apart.
+    const sameMs = new Set(Array.from({ length: 10_000 }, () => newKeyId(clock.now())));
+    expect(sameMs.size).toBe(10_000);
+    // Ordered by time as strings, in ASCII order, across a change of every time character.
+    const times = [0, 1, 31, 32, 1_764_000_000_000, 1_764_000_000_001, 32 ** 9 - 1];
+    const ids = times.map((t) => newKeyId(t).slice(0, 9));
+    expect([...ids].sort()).toEqual(ids);
+    expect(new Set(ids).size).toBe(times.length);
   });
 
   it("keeps names unique among live keys of a namespace, and frees them once the key is gone", async () => {
