@@ -1,3 +1,4 @@
+import { stat } from "node:fs";
 import { describe, expect, it, vi } from "vitest";
 import { DomainError } from "../../src/errors/domain-error.js";
 import type { Call } from "../../src/pipeline/call.js";
@@ -64,11 +65,19 @@ describe("deadlineStage", () => {
     const stage = deadlineStage(MAX_CALL_MS);
     const setTimer = vi.spyOn(globalThis, "setTimeout");
     try {
-      const quick = Array.from({ length: 3 }, () => stage(callOf({ "grpc-timeout": "1S" }, false), () => Promise.resolve("quick")));
-      // A call that ends in a setImmediate of its turn is quick too (an Encrypt's audit batch), whenever it was queued.
-      const batched = stage(callOf({ "grpc-timeout": "1S" }, false), () => new Promise((resolve) => setImmediate(() => resolve("batched"))));
       const slow = callOf({ "grpc-timeout": "30m" }, false);
-      const cut = stage(slow, () => later(2_000));
+      // Started in an I/O callback, as calls are (a request read from a socket), so that the turn's setImmediate
+      // callbacks come before the next turn's timers however long the turn takes.
+      const { quick, batched, cut } = await new Promise<{ quick: unknown[]; batched: unknown; cut: unknown }>((resolve) =>
+        stat(".", () =>
+          resolve({
+            quick: Array.from({ length: 3 }, () => stage(callOf({ "grpc-timeout": "1S" }, false), () => Promise.resolve("quick"))),
+            // A call that ends in a setImmediate of its turn is quick too (an Encrypt's audit batch).
+            batched: stage(callOf({ "grpc-timeout": "1S" }, false), () => new Promise((done) => setImmediate(() => done("batched")))),
+            cut: stage(slow, () => later(2_000)),
+          }),
+        ),
+      );
       expect(await Promise.all([...quick, batched])).toEqual(["quick", "quick", "quick", "batched"]);
       await expect(cut).rejects.toMatchObject({ detail: { reason: "DEADLINE_EXCEEDED" } });
       expect(slow.aborted).toBe(true);
