@@ -4,6 +4,7 @@ import { join } from "node:path";
 import http from "node:http";
 import http2 from "node:http2";
 import type net from "node:net";
+import type { Duplex } from "node:stream";
 import type { NodeRequest, NodeResponse } from "./transport/node-types.js";
 import type { Logger } from "pino";
 import { loadCatalog } from "./compute/catalog/load-catalog.js";
@@ -54,6 +55,8 @@ import { createStaticFiles } from "./transport/static-files.js";
 import { createMetricsEndpoint } from "./transport/metrics-endpoint.js";
 import { createVcdHandler } from "./transport/vcd/vcd-handler.js";
 import { RouteTable } from "./transport/rest/route-table.js";
+import { answerParserRefusal } from "./transport/rest/parser-refusals.js";
+import type { ParserError } from "./transport/rest/parser-refusals.js";
 
 export const MAX_REQUEST_BYTES = 4 * 1024 * 1024;
 const FAIR_TURN_BUDGET_MS = 8;
@@ -186,8 +189,9 @@ async function assemble(config: Config, logger: Logger, options: BuildOptions, c
     fallback,
     logger,
   });
+  const restRoutes = new RouteTable(table);
   const rest = createRestHandler({
-    routes: new RouteTable(table),
+    routes: restRoutes,
     maxBodyBytes: MAX_REQUEST_BYTES,
     logger,
     viaConnect: direct ? null : connect.handlers,
@@ -325,6 +329,7 @@ async function assemble(config: Config, logger: Logger, options: BuildOptions, c
       handle,
     );
     applyHttp1Limits(secure, limits);
+    secure.on("clientError", (err: ParserError, socket: Duplex) => answerParserRefusal(err, socket, restRoutes));
     secure.on("session", trackSession);
     serveGrpcUnaryFirst(secure);
     secure.on("connection", (socket: net.Socket) => {
@@ -334,6 +339,7 @@ async function assemble(config: Config, logger: Logger, options: BuildOptions, c
     server = secure;
   } else {
     h1 = http.createServer(http1Options(limits), handle);
+    h1.on("clientError", (err: ParserError, socket: Duplex) => answerParserRefusal(err, socket, restRoutes));
     // h1 never listens itself (the listener hands it its connections), and Node starts checking the header and
     // request timeouts of its connections only on "listening".
     h1.emit("listening");

@@ -20,6 +20,26 @@ export function requestTooLarge(domain: ErrorDomain, maxBytes: number): DomainEr
   });
 }
 
+// Node's HTTP/1.1 parser takes request heads (request line and headers) of at most 16 KiB, its default, and refuses
+// larger ones before the server sees them (src/transport/rest/parser-refusals.ts); HTTP/2 bounds header lists by
+// its own setting.
+export const MAX_HTTP1_HEAD_BYTES = 16 * 1024;
+
+export function requestHeadTooLarge(domain: ErrorDomain): DomainError {
+  return new DomainError({
+    code: "resource_exhausted",
+    reason: "REQUEST_HEAD_TOO_LARGE",
+    domain,
+    message: `the request line and headers are larger than ${MAX_HTTP1_HEAD_BYTES} bytes`,
+    violations: [{ subject: "request head", description: `at most ${MAX_HTTP1_HEAD_BYTES} bytes of request line and headers` }],
+  });
+}
+
+// An HTTP/1.1 request that Node's parser cannot read (a request line, header or chunk not of HTTP's form).
+export function requestNotParsed(domain: ErrorDomain): DomainError {
+  return protocolError(domain, Code.InvalidArgument, "the request is not well-formed HTTP/1.1");
+}
+
 // A request over the limits its type declares (src/pipeline/message-limits.ts), found by counting its elements
 // before decoding it: the same INVALID_ARGUMENT the domain checks give for too many labels, one violation per
 // field over its bound.

@@ -10,6 +10,7 @@ export const reasons = {
   FIELD_MISMATCH: "A field given both in the path and in the body has two different values.",
   UNSUPPORTED_CONTENT_TYPE: "A REST request body, or a POST with or without a body, was sent with a Content-Type other than application/json; or a virtualization API instantiation was not sent as application/vnd.vmware.vcloud.instantiateVAppTemplateParams+xml.",
   REQUEST_TOO_LARGE: "The request body is larger than the server accepts (4 MiB; 64 KiB for a virtualization API XML body).",
+  REQUEST_HEAD_TOO_LARGE: "The HTTP/1.1 request line and headers are larger than the server accepts (16 KiB), answered 431.",
   ROUTE_NOT_FOUND: "No REST route matches the request path.",
   METHOD_NOT_ALLOWED: "The REST path exists, but not for this HTTP method.",
   CRYPTO_KEY_NOT_FOUND: "No live key has the given id.",

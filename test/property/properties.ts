@@ -170,9 +170,7 @@ export const rest: PropertySpec<RestPlan> = {
     const method = plan.http2 ? plan.httpMethod : h1Method(plan.httpMethod);
     const { answer, sent, shown } = await send(target, plan.http2, method, path, headers, buildRestBody(plan), asAdmin(plan.credentials, path));
     const succeeded = answer.kind === "answer" && answer.status >= 200 && answer.status < 300;
-    const url = URL.canParse(path, target.url) ? new URL(path, target.url) : undefined;
-    const headBytes = (url === undefined ? path.length : url.pathname.length + url.search.length) + Object.entries(headers).reduce((n, [k, v]) => n + k.length + v.length + 4, 0);
-    return outcome(restVerdict(answer, sent, method, headBytes), succeeded, shown, answer);
+    return outcome(restVerdict(answer, sent, method), succeeded, shown, answer);
   },
 };
 

@@ -178,6 +178,7 @@ export function grpcWebVerdict(answer: Answer, sent: Sent, contentType: string):
 // reasons of the REST layer with their own).
 function restHttpStatus(code: number, reason: string): number {
   if (code === 8 && reason === "REQUEST_TOO_LARGE") return 413;
+  if (code === 8 && reason === "REQUEST_HEAD_TOO_LARGE") return 431;
   if (code === 12 && reason === "METHOD_NOT_ALLOWED") return 405;
   return codeToHttpStatus(code);
 }
@@ -192,11 +193,9 @@ function parseJson(body: Buffer): unknown {
 
 // REST: never a 5xx; every refusal a JSON google.rpc.Status {code, message, details} with an ErrorInfo among the
 // details (each detail an Any as {typeUrl, value}), its HTTP status the one of its code.
-export function restVerdict(answer: Answer, sent: Sent, httpMethod: string, headBytes: number): Verdict {
+export function restVerdict(answer: Answer, sent: Sent, httpMethod: string): Verdict {
   const none = noAnswer(answer, sent);
   if (none !== null || answer.kind !== "answer") return none;
-  // Node's HTTP/1.1 parser refuses a request head over 16 KiB itself (docs/robustness.md), before the server.
-  if (!sent.http2 && answer.status === 431 && headBytes > 16 * 1024) return null;
   if (answer.status >= 500) return `HTTP ${answer.status}`;
   if (answer.status < 300) return null;
   // A HEAD answer has no body to check.

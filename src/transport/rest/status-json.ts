@@ -27,11 +27,12 @@ export function connectErrorToStatusJson(error: ConnectError): StatusJson {
   return { code: error.code, message: error.rawMessage, details };
 }
 
-// The standard HTTP status of the code, except for two reasons of the REST layer that have their own: a body
-// over the limit (413) and a known path with another method (405).
+// The standard HTTP status of the code, except for three reasons of the REST layer that have their own: a body
+// over the limit (413), a request head over the limit (431) and a known path with another method (405).
 export function httpStatusOfError(error: ConnectError): number {
   const reason = error.findDetails(ErrorInfoSchema)[0]?.reason;
   if (error.code === Code.ResourceExhausted && reason === "REQUEST_TOO_LARGE") return 413;
+  if (error.code === Code.ResourceExhausted && reason === "REQUEST_HEAD_TOO_LARGE") return 431;
   if (error.code === Code.Unimplemented && reason === "METHOD_NOT_ALLOWED") return 405;
   return codeToHttpStatus(error.code);
 }

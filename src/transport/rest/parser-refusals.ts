@@ -1,0 +1,64 @@
+import { STATUS_CODES } from "node:http";
+import type { Duplex } from "node:stream";
+import { requestHeadTooLarge, requestNotParsed } from "../../errors/protocol-errors.js";
+import type { ErrorDomain } from "../../errors/reasons.js";
+import { callErrorOf } from "../../pipeline/call-error.js";
+import { requestIdOf } from "../../pipeline/call.js";
+import { toConnectError } from "../../errors/to-connect-error.js";
+import type { RouteTable } from "./route-table.js";
+import { connectErrorToStatusJson, httpStatusOfError } from "./status-json.js";
+
+// What Node's HTTP/1.1 server gives a "clientError" listener: the parser's error, with the bytes it was reading.
+export type ParserError = Error & { code?: string; rawPacket?: Buffer };
+
+// The socket as that listener gets it, with the response Node may already be writing on it (keep-alive), which
+// Node's own default answer checks too.
+type ClientSocket = Duplex & { _httpMessage?: { headersSent?: boolean } | null };
+
+// Node's HTTP/1.1 parser refuses a request before any handler sees it when its head is larger than Node allows
+// (16 KiB) or cannot be parsed, and by default answers with a bare status line and no body. REST callers are
+// promised a google.rpc.Status in JSON for every refusal (CONTRACT section 3), so these are answered like every
+// other refusal: 431 REQUEST_HEAD_TOO_LARGE or 400 PROTOCOL_ERROR, with the ErrorInfo domain of the service whose
+// route the request line names when the parser had read that line (else "cloudplane", as for an unknown route),
+// and the connection closed, since the parser cannot tell where the next request would start. A request that
+// timed out gets Node's own answer (408); a connection reset gets none.
+export function answerParserRefusal(err: ParserError, socket: ClientSocket, routes: RouteTable): void {
+  if (err.code === "ECONNRESET" || !socket.writable || socket._httpMessage?.headersSent === true) {
+    socket.destroy();
+    return;
+  }
+  if (err.code === "ERR_HTTP_REQUEST_TIMEOUT") {
+    socket.end("HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n");
+    return;
+  }
+  const domain = domainOfRequestLine(err.rawPacket, routes);
+  const requestId = requestIdOf(null);
+  const refusal = err.code === "HPE_HEADER_OVERFLOW" ? requestHeadTooLarge(domain) : requestNotParsed(domain);
+  const error = toConnectError(callErrorOf(refusal, domain, requestId), null);
+  const status = httpStatusOfError(error);
+  const body = JSON.stringify(connectErrorToStatusJson(error));
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ""}\r\n` +
+      `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n` +
+      `x-request-id: ${requestId}\r\nconnection: close\r\n\r\n${body}`,
+  );
+}
+
+// The domain of the route the request line names ("POST /v1/encrypt?x=1 HTTP/1.1"), from the bytes the parser
+// was reading when it failed: the whole head when it came in one read, as it does from most clients.
+function domainOfRequestLine(raw: Buffer | undefined, routes: RouteTable): ErrorDomain {
+  if (raw === undefined) return "cloudplane";
+  const end = raw.indexOf("\r\n");
+  if (end < 0) return "cloudplane";
+  const [httpMethod, target] = raw.subarray(0, end).toString("latin1").split(" ");
+  if (httpMethod === undefined || target === undefined || !target.startsWith("/")) return "cloudplane";
+  const q = target.indexOf("?");
+  try {
+    const found = routes.lookup(httpMethod.toUpperCase(), q < 0 ? target : target.slice(0, q));
+    if (found.kind === "found") return found.route.entry.policy.domain;
+    if (found.kind === "method_not_allowed") return found.entry.policy.domain;
+  } catch {
+    // A path the router refuses to read (a bad percent escape) names no route.
+  }
+  return "cloudplane";
+}
