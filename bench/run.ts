@@ -32,7 +32,7 @@ const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const { values: flags } = parseArgs({
   options: {
     duration: { type: "string", default: "4" },
-    warmup: { type: "string", default: "1" },
+    warmup: { type: "string", default: "3" },
     rounds: { type: "string", default: "3" },
     clients: { type: "string", default: "8" },
     streams: { type: "string", default: "32" },
@@ -53,7 +53,7 @@ if (flags.help) {
   --rounds N       start every server N times afresh and measure each scenario once per round, in alternating
                    server order; report the median of the rounds (default 3)
   --duration S     measured seconds per run (default 4)
-  --warmup S       warm-up seconds before each measurement (default 1)
+  --warmup S       warm-up seconds before each measurement (default 3)
   --clients N      h2load connections for the h2c scenarios (default 8)
   --streams N      concurrent streams per connection for the h2c scenarios (default 32)
   --h1-connections N
