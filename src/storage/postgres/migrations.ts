@@ -215,6 +215,15 @@ const migrations: { version: number; sql: string }[] = [
       DROP TABLE audit_records;
     `,
   },
+  {
+    // Deep pages of ListCryptoKeys: the key order index also holds gone_at, as on the embedded store (its migration
+    // 7), so that the page's OFFSET skips index entries, not rows (postgres-kms-store.ts, listKeys).
+    version: 7,
+    sql: `
+      DROP INDEX kms_keys_by_parent;
+      CREATE INDEX kms_keys_by_parent ON kms_keys (parent_id, created_at, id, gone_at);
+    `,
+  },
 ];
 
 // Runs the migrations not yet applied, each in its own transaction. The caller holds the start-up advisory lock
