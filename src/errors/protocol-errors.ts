@@ -20,18 +20,15 @@ export function requestTooLarge(domain: ErrorDomain, maxBytes: number): DomainEr
   });
 }
 
-// Node's HTTP/1.1 parser takes request heads (request line and headers) of at most 16 KiB, its default, and refuses
-// larger ones before the server sees them (src/transport/rest/parser-refusals.ts); HTTP/2 bounds header lists by
-// its own setting.
-export const MAX_HTTP1_HEAD_BYTES = 16 * 1024;
-
-export function requestHeadTooLarge(domain: ErrorDomain): DomainError {
+// An HTTP/1.1 request head (request line and headers) over what Node's parser takes (`maxBytes`, Node's
+// http.maxHeaderSize), refused before the server sees it (src/transport/rest/parser-refusals.ts).
+export function requestHeadTooLarge(domain: ErrorDomain, maxBytes: number): DomainError {
   return new DomainError({
     code: "resource_exhausted",
     reason: "REQUEST_HEAD_TOO_LARGE",
     domain,
-    message: `the request line and headers are larger than ${MAX_HTTP1_HEAD_BYTES} bytes`,
-    violations: [{ subject: "request head", description: `at most ${MAX_HTTP1_HEAD_BYTES} bytes of request line and headers` }],
+    message: `the request line and headers are larger than ${maxBytes} bytes`,
+    violations: [{ subject: "request head", description: `at most ${maxBytes} bytes of request line and headers` }],
   });
 }
 

@@ -27,11 +27,12 @@ export function deadlineStage(maxCallMs: number): Stage {
     const timeoutMs = deadlineMs(requested?.ms, maxCallMs, policy.longRunning);
     if (timeoutMs === undefined) return next(call);
     if (timeoutMs <= 0) throw deadlineExceeded(policy.domain);
-    call.deadline = call.started + timeoutMs;
+    const deadline = call.started + timeoutMs;
+    call.deadline = deadline;
     const outcome = next(call);
     if (!(outcome instanceof Promise)) return outcome;
     return new Promise((resolve, reject) => {
-      const watched = timers.watch(call, () => {
+      const watched = timers.watch(deadline, () => {
         call.abort();
         reject(deadlineExceeded(policy.domain));
       });
@@ -63,8 +64,8 @@ interface Watched {
 class LazyTimers {
   private young: Watched[] = [];
 
-  watch(call: { readonly deadline: number | undefined }, expire: () => void): Watched {
-    const watched: Watched = { deadline: call.deadline!, expire, settled: false, timer: null };
+  watch(deadline: number, expire: () => void): Watched {
+    const watched: Watched = { deadline, expire, settled: false, timer: null };
     if (this.young.push(watched) === 1) setTimeout(() => this.arm(), 0);
     return watched;
   }

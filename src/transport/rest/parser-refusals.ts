@@ -1,4 +1,4 @@
-import { STATUS_CODES } from "node:http";
+import { STATUS_CODES, maxHeaderSize } from "node:http";
 import type { Duplex } from "node:stream";
 import { requestHeadTooLarge, requestNotParsed } from "../../errors/protocol-errors.js";
 import type { ErrorDomain } from "../../errors/reasons.js";
@@ -16,12 +16,12 @@ export type ParserError = Error & { code?: string; rawPacket?: Buffer };
 type ClientSocket = Duplex & { _httpMessage?: { headersSent?: boolean } | null };
 
 // Node's HTTP/1.1 parser refuses a request before any handler sees it when its head is larger than Node allows
-// (16 KiB) or cannot be parsed, and by default answers with a bare status line and no body. REST callers are
-// promised a google.rpc.Status in JSON for every refusal (CONTRACT section 3), so these are answered like every
-// other refusal: 431 REQUEST_HEAD_TOO_LARGE or 400 PROTOCOL_ERROR, with the ErrorInfo domain of the service whose
-// route the request line names when the parser had read that line (else "cloudplane", as for an unknown route),
-// and the connection closed, since the parser cannot tell where the next request would start. A request that
-// timed out gets Node's own answer (408); a connection reset gets none.
+// (http.maxHeaderSize, 16 KiB by default) or cannot be parsed, and by default answers with a bare status line and no
+// body. REST callers are promised a google.rpc.Status in JSON for every refusal (CONTRACT section 3), so these are
+// answered like every other refusal: 431 REQUEST_HEAD_TOO_LARGE or 400 PROTOCOL_ERROR, with the ErrorInfo domain of
+// the service whose route the request line names when the parser had read that line (else "cloudplane", as for an
+// unknown route), and the connection closed, since the parser cannot tell where the next request would start. A
+// request that timed out gets Node's own answer (408); a connection reset gets none.
 export function answerParserRefusal(err: ParserError, socket: ClientSocket, routes: RouteTable): void {
   if (err.code === "ECONNRESET" || !socket.writable || socket._httpMessage?.headersSent === true) {
     socket.destroy();
@@ -33,7 +33,7 @@ export function answerParserRefusal(err: ParserError, socket: ClientSocket, rout
   }
   const domain = domainOfRequestLine(err.rawPacket, routes);
   const requestId = requestIdOf(null);
-  const refusal = err.code === "HPE_HEADER_OVERFLOW" ? requestHeadTooLarge(domain) : requestNotParsed(domain);
+  const refusal = err.code === "HPE_HEADER_OVERFLOW" ? requestHeadTooLarge(domain, maxHeaderSize) : requestNotParsed(domain);
   const error = toConnectError(callErrorOf(refusal, domain, requestId), null);
   const status = httpStatusOfError(error);
   const body = JSON.stringify(connectErrorToStatusJson(error));
