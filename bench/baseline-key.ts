@@ -19,7 +19,7 @@ export function baselineKeys(env: NodeJS.ProcessEnv): Map<string, BaselineKey> {
   const key: BaselineKey = {
     id,
     versionId: BASELINE_VERSION_ID,
-    key: versionKey("AES_256", randomBytes(32), Buffer.from(id), BASELINE_VERSION_ID),
+    key: versionKey("AES_256", randomBytes(32), id, BASELINE_VERSION_ID),
   };
   return new Map([[id, key]]);
 }

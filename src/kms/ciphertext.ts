@@ -37,51 +37,44 @@ function takeNonce(target: Buffer, at: number): void {
   nonceOffset += NONCE_BYTES;
 }
 
-// One ENABLED key version, ready to seal and open: built once when the version enters the cache, so that no call
-// re-derives anything from it. A cache holds one per version of up to a million keys, so it is kept small: the
-// versions of a key share one buffer, `bytes` = uint16 length of key id || key id (the part of the GCM additional
-// data after the ciphertext's header that is the same for every ciphertext of the key; the caller's AAD follows it,
-// each passed to GCM by a setAAD of its own, which GCM treats as one stream) || the material of each version, this
-// one's at `materialAt`. The material is in a plain buffer rather than a KeyObject: a KeyObject costs about 0.9 KB of
-// native memory each, more than everything else of a cached key together, and OpenSSL runs the key schedule on every
-// createCipheriv either way.
+// One ENABLED key version, ready to seal and open. The cache's versions are VersionKeys themselves
+// (key-cache.ts), whose material is a view of a shared slab taken per call (material-slabs.ts); `versionKey` makes
+// one with a buffer of its own. The material is in a plain buffer rather than a KeyObject: a KeyObject costs
+// about 0.9 KB of native memory each, more than everything else of a cached key together, and OpenSSL runs the
+// key schedule on every createCipheriv either way.
 export interface VersionKey {
   readonly algorithm: Algorithm;
   readonly versionId: number;
-  readonly bytes: Buffer;
-  readonly materialAt: number;
+  readonly keyId: string;
+  readonly material: Uint8Array;
 }
 
-// The shared buffer of a key's versions (above), allocated on its own: a slice of Node's shared pool would keep a
-// whole 8 KiB slab alive for as long as the key stays cached. Returns where each material starts.
-export function versionBytes(keyId: Buffer, materials: readonly Uint8Array[]): { bytes: Buffer; offsets: number[] } {
-  let length = 2 + keyId.length;
-  for (const m of materials) length += m.length;
-  const bytes = Buffer.allocUnsafeSlow(length);
-  bytes.writeUInt16BE(keyId.length, 0);
-  keyId.copy(bytes, 2);
-  const offsets: number[] = [];
-  let at = 2 + keyId.length;
-  for (const m of materials) {
-    offsets.push(at);
-    bytes.set(m, at);
-    at += m.length;
+export function versionKey(algorithm: Algorithm, material: Uint8Array, keyId: string, versionId: number): VersionKey {
+  return { algorithm, versionId, keyId, material: Buffer.from(material) };
+}
+
+// The part of the GCM additional data after the ciphertext's header that is the same for every ciphertext of a
+// key: uint16 length of the key id || the key id, UTF-8. Written per call into one scratch buffer, which setAAD
+// copies at once; an id over MAX_KEY_ID_CHARS (none the server makes) gets a buffer of its own.
+const MAX_KEY_ID_CHARS = 128;
+const idScratch = Buffer.allocUnsafeSlow(2 + 3 * MAX_KEY_ID_CHARS);
+
+function keyIdPart(keyId: string): Buffer {
+  if (keyId.length > MAX_KEY_ID_CHARS) {
+    const id = Buffer.from(keyId);
+    const length = Buffer.allocUnsafe(2);
+    length.writeUInt16BE(id.length, 0);
+    return Buffer.concat([length, id]);
   }
-  return { bytes, offsets };
+  const n = idScratch.write(keyId, 2, "utf8");
+  idScratch.writeUInt16BE(n, 0);
+  return idScratch.subarray(0, 2 + n);
 }
 
-// One version with a buffer of its own.
-export function versionKey(algorithm: Algorithm, material: Uint8Array, keyId: Buffer, versionId: number): VersionKey {
-  const { bytes, offsets } = versionBytes(keyId, [material]);
-  return { algorithm, versionId, bytes, materialAt: offsets[0]! };
-}
-
-function keyIdPart(key: VersionKey): Buffer {
-  return key.bytes.subarray(0, 2 + key.bytes.readUInt16BE(0));
-}
-
-function secret(key: VersionKey): Buffer {
-  return key.bytes.subarray(key.materialAt, key.materialAt + keyLengthBytes[key.algorithm]);
+function secret(key: VersionKey): Uint8Array {
+  const material = key.material;
+  const length = keyLengthBytes[key.algorithm];
+  return material.length === length ? material : material.subarray(0, length);
 }
 
 // The size of the ciphertext of a plaintext of this size.
@@ -97,7 +90,7 @@ export function sealInto(out: Buffer, at: number, key: VersionKey, plaintext: Ui
   takeNonce(out, at + HEADER_BYTES);
   const cipher = createCipheriv(gcmNames[key.algorithm], secret(key), out.subarray(at + HEADER_BYTES, at + HEADER_BYTES + NONCE_BYTES));
   cipher.setAAD(out.subarray(at, at + HEADER_BYTES));
-  cipher.setAAD(keyIdPart(key));
+  cipher.setAAD(keyIdPart(key.keyId));
   if (aad.length > 0) cipher.setAAD(aad);
   let offset = at + HEADER_BYTES + NONCE_BYTES;
   offset += cipher.update(plaintext).copy(out, offset);
@@ -128,7 +121,7 @@ export function open(key: VersionKey, ciphertext: Uint8Array, aad: Uint8Array): 
   const decipher = createDecipheriv(gcmNames[key.algorithm], secret(key), ciphertext.subarray(HEADER_BYTES, HEADER_BYTES + NONCE_BYTES));
   // The header is the version's own (checked above), so it is the header the ciphertext was sealed with.
   decipher.setAAD(ciphertext.subarray(0, HEADER_BYTES));
-  decipher.setAAD(keyIdPart(key));
+  decipher.setAAD(keyIdPart(key.keyId));
   if (aad.length > 0) decipher.setAAD(aad);
   decipher.setAuthTag(ciphertext.subarray(n - TAG_BYTES));
   const body = decipher.update(ciphertext.subarray(HEADER_BYTES + NONCE_BYTES, n - TAG_BYTES));

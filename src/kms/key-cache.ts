@@ -1,14 +1,16 @@
-import { versionBytes } from "./ciphertext.js";
 import type { VersionKey } from "./ciphertext.js";
 import type { MasterKey } from "./master-key.js";
 import type { KeyView } from "./key-manager.js";
-import { algorithms, versionStates } from "./model.js";
+import { MaterialSlabs } from "./material-slabs.js";
+import { algorithms, keyLengthBytes, versionStates } from "./model.js";
 import type { Algorithm, CryptoKeyRecord, KeyAggregate, VersionInfo, VersionState } from "./model.js";
 
-// A cache may hold a hundred thousand keys or more, so an entry keeps one object per key, one per version, and one
-// buffer per key for the unwrapped material of its ENABLED versions; what reads return (the key's view, version
-// infos) is built per call from them. docs/performance.md has the measured bytes per key.
-export class CachedVersion implements VersionInfo {
+// A cache may hold a hundred thousand keys or more, so an entry keeps one object per key and one per version, and
+// the unwrapped material of its ENABLED versions in the cache's shared slabs; what reads return (the key's view,
+// version infos) is built per call from them. docs/performance.md has the measured bytes per key.
+export class CachedVersion implements VersionInfo, VersionKey {
+  private readonly slot: number;
+
   constructor(
     readonly keyId: string,
     readonly id: number,
@@ -16,16 +18,27 @@ export class CachedVersion implements VersionInfo {
     readonly algorithm: Algorithm,
     readonly createdAt: number,
     readonly destroyAt: number | null,
-    // The key's shared buffer (ciphertext.ts, VersionKey) and where this version's unwrapped material is in it:
-    // present only while the version is ENABLED, so a disabled or scheduled version keeps no usable key in memory.
-    private readonly bytes: Buffer | null,
-    private readonly materialAt: number,
-  ) {}
+    // Where the version's unwrapped material is: given only while the version is ENABLED, so that a disabled or
+    // scheduled version keeps no usable key in memory. The slot is this object's until it is collected.
+    private readonly slabs: MaterialSlabs | null,
+    material: Uint8Array | null,
+  ) {
+    this.slot = slabs === null || material === null ? -1 : slabs.store(this, material);
+  }
 
-  // What Encrypt and Decrypt use, or null when the version is not ENABLED. The version is its own VersionKey, so
-  // that no further object is kept per version.
+  // What Encrypt and Decrypt use, or null when the version is not ENABLED: the version itself, so that a call
+  // holding it holds its slot.
   get key(): VersionKey | null {
-    return this.bytes === null ? null : { algorithm: this.algorithm, versionId: this.id, bytes: this.bytes, materialAt: this.materialAt };
+    return this.slot === -1 ? null : this;
+  }
+
+  get versionId(): number {
+    return this.id;
+  }
+
+  // A view of the material, taken per call (valid while this version is reachable).
+  get material(): Uint8Array {
+    return this.slabs!.view(this.slot, keyLengthBytes[this.algorithm]);
   }
 
   // What reads report: everything but the material; frozen, as the entry's record is.
@@ -73,6 +86,9 @@ export class CachedKey {
   }
 }
 
+// Most keys have no labels: they share one frozen empty list.
+const NO_LABELS = Object.freeze([]) as unknown as string[];
+
 // Strings read from storage are new strings for every row; the enumerations are kept as the one constant each.
 function interned<T extends string>(values: readonly T[], value: T): T {
   return values.find((v) => v === value) ?? value;
@@ -100,6 +116,7 @@ export class KeyCache {
   // Namespaces, owners and labels repeat across keys, but every row read from storage brings new strings: entries
   // share one copy of each. Bounded: a store with more distinct values than this just shares less.
   private readonly strings = new Map<string, string>();
+  private readonly slabs = new MaterialSlabs();
 
   constructor(
     private readonly masterKey: MasterKey,
@@ -136,9 +153,8 @@ export class KeyCache {
   // `unwrap`, no material is unwrapped and every key is null: an entry for metadata only, never installed.
   build(aggregate: KeyAggregate, unwrap = true): CachedKey {
     const usable = aggregate.versions.filter((v) => unwrap && v.state === "ENABLED" && v.wrappedMaterial !== null);
+    // Every unwrap first: only they can fail, and a failure then leaves no slot taken.
     const materials = usable.map((v) => this.masterKey.unwrap(v.wrappedMaterial!, v.keyId, v.id));
-    const { bytes, offsets } = materials.length === 0 ? { bytes: null, offsets: [] } : versionBytes(Buffer.from(aggregate.key.id), materials);
-    for (const m of materials) m.fill(0);
     const versions = aggregate.versions.map((v) => {
       const at = usable.indexOf(v);
       return new CachedVersion(
@@ -148,10 +164,11 @@ export class KeyCache {
         interned(algorithms, v.algorithm),
         v.createdAt,
         v.destroyAt,
-        at === -1 ? null : bytes,
-        at === -1 ? 0 : offsets[at]!,
+        at === -1 ? null : this.slabs,
+        at === -1 ? null : materials[at]!,
       );
     });
+    for (const m of materials) m.fill(0);
     const k = aggregate.key;
     const record = Object.freeze({
       id: k.id,
@@ -159,7 +176,7 @@ export class KeyCache {
       name: k.name,
       description: k.description,
       owner: this.shared(k.owner),
-      labels: Object.freeze(k.labels.map((l) => this.shared(l))) as string[],
+      labels: k.labels.length === 0 ? NO_LABELS : (Object.freeze(k.labels.map((l) => this.shared(l))) as string[]),
       rotationPeriodMs: k.rotationPeriodMs,
       nextRotationAt: k.nextRotationAt,
       defaultAlgorithm: interned(algorithms, k.defaultAlgorithm),
