@@ -17,6 +17,12 @@ export interface FeedTiming {
 }
 
 // Together these bound how stale a cached key can be (docs/storage.md): 700 + 100 ms.
+// What the feed tells: the server's changes (ChangeListener), and those only the PostgreSQL store itself acts on.
+export interface FeedListener extends ChangeListener {
+  // The live keys of a namespace changed (a key created, or one's goneAt changed).
+  namespaceChanged(parentId: string): void;
+}
+
 export const defaultFeedTiming: FeedTiming = { heartbeatMs: 200, staleAfterMs: 700, watchdogMs: 100, reconnectMs: 500 };
 
 const START_TIMEOUT_MS = 10_000;
@@ -41,7 +47,7 @@ export class ChangeFeed {
   constructor(
     private readonly url: string,
     private readonly pool: pg.Pool,
-    private readonly listener: ChangeListener,
+    private readonly listener: FeedListener,
     private readonly logger: Logger,
     private readonly timing: FeedTiming = defaultFeedTiming,
   ) {}
@@ -130,6 +136,7 @@ export class ChangeFeed {
     else if (kind === "a") this.listener.accessChanged();
     else if (kind === "t") this.listener.taskStored();
     else if (kind === "f") this.listener.taskFinished(id);
+    else if (kind === "n") this.listener.namespaceChanged(id);
   }
 
   private judge(): void {

@@ -224,6 +224,14 @@ const migrations: { version: number; sql: string }[] = [
       CREATE INDEX kms_keys_by_parent ON kms_keys (parent_id, created_at, id, gone_at);
     `,
   },
+  {
+    // The earliest goneAt still to come in a namespace, read with every page of ListCryptoKeys: it bounds how long
+    // the page positions recorded from it stay exact (page-checkpoints.ts). As on the embedded store.
+    version: 8,
+    sql: `
+      CREATE INDEX kms_keys_gone_by_parent ON kms_keys (parent_id, gone_at) WHERE gone_at IS NOT NULL;
+    `,
+  },
 ];
 
 // Runs the migrations not yet applied, each in its own transaction. The caller holds the start-up advisory lock

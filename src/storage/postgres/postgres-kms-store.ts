@@ -5,6 +5,7 @@ import type { CryptoKeyRecord, KeyAggregate } from "../../kms/model.js";
 import type { KeyMutation, KeyPage, KmsStore, MasterKeyCheckRecord, MasterKeyStore, WrappedMaterial } from "../kms-store.js";
 import { keyFromRow, keyParams, masterKeyCheckFromRow, masterKeyCheckParams, versionFromRow, versionParams, wrappedFromRow } from "../rows.js";
 import type { KeyRow, MasterKeyRow, VersionRow, WrappedRow } from "../rows.js";
+import { PageCheckpoints } from "../page-checkpoints.js";
 import { announce, changeOf, first, insert, lockKinds, lockName, rows, transaction } from "./sql.js";
 
 const REWRAP_PAGE = 500;
@@ -44,7 +45,23 @@ const UPSERT_VERSION_SUFFIX = `ON CONFLICT (key_id, id) DO UPDATE SET state = ex
 // is checked under a transaction-scoped advisory lock on its namespace and name, so two servers cannot both take
 // it. Every committed change is announced (change-feed.ts), so other servers drop their cached entry.
 export class PostgresKmsStore implements KmsStore, MasterKeyStore {
+  // ListCryptoKeys' page positions (page-checkpoints.ts), kept only while the change feed is live: then every other
+  // server's write that moves them is heard of within the feed's bound (docs/storage.md, "Deep pages").
+  private readonly checkpoints = new PageCheckpoints();
+  private positionsTrusted = false;
+
   constructor(private readonly pool: pg.Pool) {}
+
+  // From the change feed (postgres-storage.ts). Either way what was recorded goes: on the way down because writes
+  // may go unheard, on the way up because some may have.
+  feedLive(live: boolean): void {
+    this.positionsTrusted = live;
+    this.checkpoints.forgetAll();
+  }
+
+  namespaceChanged(parentId: string): void {
+    this.checkpoints.forget(parentId);
+  }
 
   private async assertNameFree(client: pg.PoolClient, key: CryptoKeyRecord, now: number): Promise<void> {
     if (key.name === "") return;
@@ -86,7 +103,9 @@ export class PostgresKmsStore implements KmsStore, MasterKeyStore {
       const q = insert("kms_keys", keyParams(aggregate.key));
       await client.query(q.text, q.values);
       await this.upsertVersions(client, aggregate);
+      await announce(client, changeOf.namespace(aggregate.key.parentId));
     });
+    this.checkpoints.keyCreated(aggregate.key.parentId, aggregate.key);
   }
 
   async getKey(keyId: string): Promise<KeyAggregate | null> {
@@ -104,27 +123,43 @@ export class PostgresKmsStore implements KmsStore, MasterKeyStore {
 
   // The page's keys are found in the key order index alone (it holds gone_at), and only they are read with their
   // primary versions: joined before the OFFSET, every key skipped was read and joined too, 285-309 ms for the last
-  // page of 100k keys (docs/performance.md). The OFFSET itself still walks the index entries it skips; the embedded
-  // store also seeks from positions it recorded, which a store shared by several servers cannot keep (see there).
+  // page of 100k keys (docs/performance.md). The OFFSET walks the index entries it skips, unless a recorded position
+  // lets the walk start with a seek (page-checkpoints.ts). One row more than the page is the key at the next page's
+  // offset, recorded for it; the earliest goneAt still to come in the namespace, which bounds the positions, is read
+  // in the same statement, so from the same snapshot.
   async listKeys(parentId: string, now: number, page: KeyPage) {
-    const found = await rows<KeyRow & PrefixedVersion>(
+    const generation = this.checkpoints.generation;
+    const from = page.offset === 0 || !this.positionsTrusted ? null : this.checkpoints.nearest(parentId, page.offset, now);
+    const found = await rows<KeyRow & PrefixedVersion & { next_gone_at: number | null }>(
       this.pool,
       `WITH page AS (
          SELECT id, created_at FROM kms_keys
-         WHERE parent_id = $1 AND (gone_at IS NULL OR gone_at > $2)
+         WHERE parent_id = $1 AND (gone_at IS NULL OR gone_at > $2)${from === null ? "" : " AND (created_at, id) >= ($5, $6)"}
          ORDER BY created_at, id LIMIT $3 OFFSET $4
        )
-       SELECT k.*, ${PREFIXED_VERSION_COLUMNS}
+       SELECT k.*, ${PREFIXED_VERSION_COLUMNS},
+         (SELECT min(gone_at) FROM kms_keys WHERE parent_id = $1 AND gone_at > $2) AS next_gone_at
        FROM page p JOIN kms_keys k ON k.id = p.id
        LEFT JOIN kms_versions v ON v.key_id = k.id AND v.id = k.primary_version_id
        ORDER BY p.created_at, p.id`,
-      [parentId, now, page.limit, page.offset],
+      from === null
+        ? [parentId, now, page.limit + 1, page.offset]
+        : [parentId, now, page.limit + 1, page.offset - from.offset, from.key.createdAt, from.key.id],
     );
-    return found.map((r) => ({ key: keyFromRow(r), primary: r.p_key_id === null ? null : versionFromRow(unprefixed(r)) }));
+    if (this.positionsTrusted && found.length > 0) {
+      const nextGoneAt = found[0]!.next_gone_at;
+      const validUntil = () => (nextGoneAt === null ? Number.POSITIVE_INFINITY : Number(nextGoneAt));
+      const record = (offset: number, row: KeyRow | undefined) => {
+        if (row !== undefined) this.checkpoints.record(parentId, offset, { createdAt: Number(row.created_at), id: row.id }, now, validUntil, generation);
+      };
+      record(page.offset, found[0]);
+      record(page.offset + page.limit, found[page.limit]);
+    }
+    return found.slice(0, page.limit).map((r) => ({ key: keyFromRow(r), primary: r.p_key_id === null ? null : versionFromRow(unprefixed(r)) }));
   }
 
   async mutateKey<T>(keyId: string, now: number, decide: (current: KeyAggregate) => KeyMutation<T>) {
-    return transaction(this.pool, async (client) => {
+    const outcome = await transaction(this.pool, async (client) => {
       const current = await this.lockAggregate(client, keyId);
       if (current === null) return null;
       const mutation = decide(current);
@@ -137,8 +172,12 @@ export class PostgresKmsStore implements KmsStore, MasterKeyStore {
       );
       await this.upsertVersions(client, mutation);
       await announce(client, changeOf.key(keyId));
-      return { aggregate: { key: mutation.key, versions: mergeVersions(current.versions, mutation.versions) }, result: mutation.result };
+      const goneChanged = mutation.key.goneAt !== current.key.goneAt;
+      if (goneChanged) await announce(client, changeOf.namespace(current.key.parentId));
+      return { aggregate: { key: mutation.key, versions: mergeVersions(current.versions, mutation.versions) }, result: mutation.result, goneChanged };
     });
+    if (outcome !== null && outcome.goneChanged) this.checkpoints.forget(outcome.aggregate.key.parentId);
+    return outcome === null ? null : { aggregate: outcome.aggregate, result: outcome.result };
   }
 
   async keysWithDueDestruction(now: number, limit: number): Promise<string[]> {

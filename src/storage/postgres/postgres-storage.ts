@@ -54,9 +54,10 @@ export async function openPostgresStorage(settings: PostgresSettings, logger: Lo
     throw new Error(`could not open the PostgreSQL database of DATABASE_URL: ${(err as Error).message}`, { cause: err });
   }
 
+  const kms = new PostgresKmsStore(pool);
   return {
     kind: "postgres",
-    kms: new PostgresKmsStore(pool),
+    kms,
     compute: new PostgresComputeStore(pool),
     vapps: new PostgresVAppStore(pool),
     ledger: new PostgresNodeLedger(pool),
@@ -64,7 +65,23 @@ export async function openPostgresStorage(settings: PostgresSettings, logger: Lo
     audit: new PostgresAuditStore(pool),
     exclusively,
     async watch(listener) {
-      feed = new ChangeFeed(settings.url, pool, listener, logger);
+      // The KMS store keeps ListCryptoKeys' page positions only while it hears of every other server's writes.
+      feed = new ChangeFeed(
+        settings.url,
+        pool,
+        {
+          keyChanged: (keyId) => listener.keyChanged(keyId),
+          accessChanged: () => listener.accessChanged(),
+          taskStored: () => listener.taskStored(),
+          taskFinished: (taskId) => listener.taskFinished(taskId),
+          namespaceChanged: (parentId) => kms.namespaceChanged(parentId),
+          feedLive: (live) => {
+            kms.feedLive(live);
+            listener.feedLive(live);
+          },
+        },
+        logger,
+      );
       await feed.start();
     },
     async close() {

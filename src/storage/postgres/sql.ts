@@ -56,6 +56,8 @@ export const CHANGE_CHANNEL = "cloudplane_changes";
 
 export const changeOf = {
   key: (keyId: string) => `k:${keyId}`,
+  // A key was created in the namespace, or one's goneAt changed: ListCryptoKeys' page positions there move.
+  namespace: (parentId: string) => `n:${parentId}`,
   access: () => "a",
   taskStored: () => "t",
   taskFinished: (taskId: string) => `f:${taskId}`,

@@ -4,7 +4,7 @@ import { mergeVersions } from "../../kms/model.js";
 import type { CryptoKeyRecord, KeyAggregate } from "../../kms/model.js";
 import type { KeyMutation, KeyPage, KmsStore, MasterKeyCheckRecord, MasterKeyStore, WrappedMaterial } from "../kms-store.js";
 import { GroupCommit } from "./group-commit.js";
-import { PageCheckpoints } from "./page-checkpoints.js";
+import { PageCheckpoints } from "../page-checkpoints.js";
 import { keyFromRow, keyParams, masterKeyCheckFromRow, masterKeyCheckParams, versionFromRow, versionParams, wrappedFromRow } from "../rows.js";
 import type { KeyRow, MasterKeyRow, VersionRow, WrappedRow } from "../rows.js";
 
@@ -113,6 +113,7 @@ export class SqliteKmsStore implements KmsStore, MasterKeyStore {
   }
 
   async listKeys(parentId: string, now: number, page: KeyPage) {
+    const generation = this.checkpoints.generation;
     const from = page.offset === 0 ? null : this.checkpoints.nearest(parentId, page.offset, now);
     // One row more than the page: the key at the next page's offset, recorded for it.
     const rows = (
@@ -122,7 +123,7 @@ export class SqliteKmsStore implements KmsStore, MasterKeyStore {
     ) as KeyRow[];
     const validUntil = () => (this.stmt.nextGoneAt.pluck().get(parentId, now) as number | null) ?? Number.POSITIVE_INFINITY;
     const record = (offset: number, row: KeyRow | undefined) => {
-      if (row !== undefined) this.checkpoints.record(parentId, offset, { createdAt: row.created_at, id: row.id }, now, validUntil);
+      if (row !== undefined) this.checkpoints.record(parentId, offset, { createdAt: row.created_at, id: row.id }, now, validUntil, generation);
     };
     record(page.offset, rows[0]);
     record(page.offset + page.limit, rows[page.limit]);
@@ -141,7 +142,7 @@ export class SqliteKmsStore implements KmsStore, MasterKeyStore {
       const mutation = decide(current);
       if (mutation.key.name !== current.key.name) this.assertNameFree(mutation.key, now);
       this.stmt.updateKey.run(keyParams(mutation.key));
-      if (mutation.key.goneAt !== current.key.goneAt) this.checkpoints.goneChanged(current.key.parentId);
+      if (mutation.key.goneAt !== current.key.goneAt) this.checkpoints.forget(current.key.parentId);
       for (const v of mutation.versions) this.stmt.upsertVersion.run(versionParams(v));
       return { aggregate: { key: mutation.key, versions: mergeVersions(current.versions, mutation.versions) }, result: mutation.result };
     });
