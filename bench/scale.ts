@@ -17,7 +17,7 @@ import { killAll, killAllSync, startChild } from "./lib/children.js";
 import type { Child } from "./lib/children.js";
 import { ensureH2load } from "./lib/h2load.js";
 import { grpcFrame } from "./lib/payloads.js";
-import { freePort } from "./lib/servers.js";
+import { START_FLAGS, freePort } from "./lib/servers.js";
 import { cpuSeconds, peakRssBytes, rssBytes } from "./lib/proc.js";
 import { postgresStore, sqliteStore } from "./lib/scale-stores.js";
 import type { Rows, ScaleStore } from "./lib/scale-stores.js";
@@ -43,6 +43,8 @@ const { values: flags } = parseArgs({
     sweep: { type: "boolean", default: false },
     // How many keys the sweep uses (0: all), for a machine too slow to sweep a million in the time it has.
     "sweep-keys": { type: "string", default: "0" },
+    // Node flags for the server instead of those of `npm start` (START_FLAGS), to see what a V8 setting does.
+    "server-flags": { type: "string", default: "" },
     // postgres: a new database on the server CLOUDPLANE_TEST_DATABASE_URL names (dropped after the run).
     store: { type: "string", default: "sqlite" },
     // Only draws the charts again from the JSON files in --out.
@@ -53,7 +55,7 @@ const { values: flags } = parseArgs({
 });
 if (flags.help) {
   process.stdout.write(
-    "Usage: npm run bench:scale -- [--sizes 1000,10000,100000,1000000] [--duration S (3)] [--concurrency N (64)] [--cache-size KEYS (100000)] [--out DIR] [--sweep [--sweep-keys N]] [--store sqlite|postgres] [--charts-only]\n",
+    "Usage: npm run bench:scale -- [--sizes 1000,10000,100000,1000000] [--duration S (3)] [--concurrency N (64)] [--cache-size KEYS (100000)] [--out DIR] [--sweep [--sweep-keys N]] [--store sqlite|postgres] [--server-flags='NODE FLAGS'] [--charts-only]\n",
   );
   process.exit(0);
 }
@@ -168,13 +170,15 @@ interface Server {
   readyCpuMs: number;
 }
 
+const serverFlags = flags["server-flags"] === "" ? START_FLAGS : flags["server-flags"].split(/\s+/);
+
 // Starts the compiled server and times it from the spawn to its "listening" line (what an orchestrator waits for).
 async function start(buildDir: string, dataDir: string, store: ScaleStore): Promise<Server> {
   const port = await freePort();
   const started = performance.now();
   // The orphan guard ends the server if this process dies without killing it.
   const guard = pathToFileURL(join(buildDir, "bench", "lib", "orphan-guard.js")).href;
-  const child = startChild("cloudplane", process.execPath, ["--import", guard, "--no-memory-reducer", join(buildDir, "src", "main.js")], {
+  const child = startChild("cloudplane", process.execPath, ["--import", guard, ...serverFlags, join(buildDir, "src", "main.js")], {
     cwd: root,
     env: {
       ...process.env,

@@ -1,8 +1,9 @@
 import { randomBytes } from "node:crypto";
+import { existsSync, readFileSync } from "node:fs";
 import http2 from "node:http2";
 import net from "node:net";
-import { join } from "node:path";
-import { pathToFileURL } from "node:url";
+import { dirname, join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { startChild } from "./children.js";
 import type { Child } from "./children.js";
 
@@ -99,8 +100,21 @@ function healthy(port: number): Promise<boolean> {
   });
 }
 
-// The node flags of `npm start` (package.json), so the bench measures cloudplane as it is shipped.
-const START_FLAGS = ["--no-memory-reducer"];
+// The node flags of `npm start`, read from package.json, so the bench measures cloudplane as it is shipped.
+export const START_FLAGS = startFlags();
+
+function startFlags(): string[] {
+  // This module runs from bench/lib under tsx, and is compiled into .bench/build/bench/lib too.
+  let dir = dirname(fileURLToPath(import.meta.url));
+  while (!existsSync(join(dir, "package.json"))) {
+    if (dirname(dir) === dir) throw new Error("no package.json above the bench");
+    dir = dirname(dir);
+  }
+  const pkg = JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) as { scripts: { start: string } };
+  const found = /\bnode((?: --\S+)*) dist\/src\/main\.js/.exec(pkg.scripts.start);
+  if (found === null) throw new Error(`package.json's start script does not run node [flags] dist/src/main.js: ${pkg.scripts.start}`);
+  return found[1]!.trim().split(" ").filter((f) => f !== "");
+}
 
 // cloudplane as an operator runs it, from the compiled output (`entry`, e.g. src/main.js), with its own empty data
 // directory. LOG_LEVEL=warn keeps its "listening" line quiet, so readiness is its /healthz. `extraEnv` adds
