@@ -60,6 +60,8 @@ function usage(): NodeJS.MemoryUsage {
     touched += entry.version(versions)!.key!.material.length;
   }
   const after = usage();
+  // The cache must still be alive when measured, or the collector may take it with every entry.
+  if (cache.get(newKeyId(T)) !== undefined || touched === 0) throw new Error("unexpected cache state");
   const per = (k: "heapUsed" | "external" | "rss") => ((after[k] - before[k]) / N).toFixed(0).padStart(5);
   process.stdout.write(
     `${N} keys of ${versions} version${versions === 1 ? " " : "s"}: heap ${per("heapUsed")} B, native ${per("external")} B, RSS ${per("rss")} B per key` +
