@@ -44,6 +44,8 @@ const UPSERT_VERSION_SUFFIX = `ON CONFLICT (key_id, id) DO UPDATE SET state = ex
 // gaps or repeats, and a due rotation or destruction, re-checked under the lock, is carried out once. A key's name
 // is checked under a transaction-scoped advisory lock on its namespace and name, so two servers cannot both take
 // it. Every committed change is announced (change-feed.ts), so other servers drop their cached entry.
+const GET_KEY = `SELECT k.*, ${PREFIXED_VERSION_COLUMNS} FROM kms_keys k LEFT JOIN kms_versions v ON v.key_id = k.id WHERE k.id = $1 ORDER BY v.id`;
+
 export class PostgresKmsStore implements KmsStore, MasterKeyStore {
   // ListCryptoKeys' page positions (page-checkpoints.ts), kept only while the change feed is live: then every other
   // server's write that moves them is heard of within the feed's bound (docs/storage.md, "Deep pages").
@@ -111,11 +113,9 @@ export class PostgresKmsStore implements KmsStore, MasterKeyStore {
   async getKey(keyId: string): Promise<KeyAggregate | null> {
     // One statement, so one snapshot for the key and its versions (a concurrent mutation is seen whole or not at
     // all) in one round trip: this is what every server reads after another server changed the key.
-    const found = await rows<KeyRow & PrefixedVersion>(
-      this.pool,
-      `SELECT k.*, ${PREFIXED_VERSION_COLUMNS} FROM kms_keys k LEFT JOIN kms_versions v ON v.key_id = k.id WHERE k.id = $1 ORDER BY v.id`,
-      [keyId],
-    );
+    // A named statement: each pooled connection parses and plans it once, not on every cache miss (the database
+    // shares the machine's cores with the server).
+    const { rows: found } = await this.pool.query<KeyRow & PrefixedVersion>({ name: "kms_get_key", text: GET_KEY, values: [keyId] });
     const first = found[0];
     if (first === undefined) return null;
     return { key: keyFromRow(first), versions: found.flatMap((r) => (r.p_key_id === null ? [] : [versionFromRow(unprefixed(r))])) };
