@@ -82,10 +82,11 @@ describe("operator console in Chromium", () => {
     // Watched while it runs, then done.
     await expect.poll(() => page.textContent("#watch"), { timeout: 15_000 }).toMatch(/^task \S+ CreateNodePool: (PENDING|RUNNING) \.\.\.$/);
     await expect.poll(() => page.textContent("#watch"), { timeout: 15_000 }).toMatch(/^task \S+ CreateNodePool: SUCCEEDED$/);
-    const pools = await page.$$eval("#pools tbody tr", (rows) => rows.map((r) => [...r.querySelectorAll("td")].map((td) => td.textContent)));
-    expect(pools).toEqual([["console-pool", expect.any(String), "cpu.4C.16G", "2", "RUNNING"]]);
-    const tasks = await page.$$eval("#tasks tbody tr", (rows) => rows.map((r) => [...r.querySelectorAll("td")].slice(1).map((td) => td.textContent)));
-    expect(tasks).toEqual([["CreateNodePool", "SUCCEEDED", server.adminId, "pool console-pool: RUNNING"]]);
+    // The console reloads its tables once the watch shows the end, so they are read until they show it too.
+    const pools = () => page.$$eval("#pools tbody tr", (rows) => rows.map((r) => [...r.querySelectorAll("td")].map((td) => td.textContent)));
+    await expect.poll(pools, { timeout: 5_000 }).toEqual([["console-pool", expect.any(String), "cpu.4C.16G", "2", "RUNNING"]]);
+    const tasks = () => page.$$eval("#tasks tbody tr", (rows) => rows.map((r) => [...r.querySelectorAll("td")].slice(1).map((td) => td.textContent)));
+    await expect.poll(tasks, { timeout: 5_000 }).toEqual([["CreateNodePool", "SUCCEEDED", server.adminId, "pool console-pool: RUNNING"]]);
     const shot = join(ARTIFACTS, "console-pool-and-task.png");
     await page.screenshot({ path: shot, fullPage: true });
     console.log(`browser: console shows pool console-pool RUNNING and its CreateNodePool task SUCCEEDED; screenshot ${shot}`);
