@@ -1,5 +1,5 @@
 import { createCipheriv, createDecipheriv, randomFillSync } from "node:crypto";
-import { keyLengthBytes } from "./model.js";
+import { MAX_ID_CHARS } from "../errors/violation-list.js";
 import type { Algorithm } from "./model.js";
 
 // Ciphertext layout, self-describing and opaque to callers:
@@ -46,6 +46,7 @@ export interface VersionKey {
   readonly algorithm: Algorithm;
   readonly versionId: number;
   readonly keyId: string;
+  // Exactly the algorithm's key length (createCipheriv refuses any other).
   readonly material: Uint8Array;
 }
 
@@ -55,12 +56,11 @@ export function versionKey(algorithm: Algorithm, material: Uint8Array, keyId: st
 
 // The part of the GCM additional data after the ciphertext's header that is the same for every ciphertext of a
 // key: uint16 length of the key id || the key id, UTF-8. Written per call into one scratch buffer, which setAAD
-// copies at once; an id over MAX_KEY_ID_CHARS (none the server makes) gets a buffer of its own.
-const MAX_KEY_ID_CHARS = 128;
-const idScratch = Buffer.allocUnsafeSlow(2 + 3 * MAX_KEY_ID_CHARS);
+// copies at once; an id longer than ids may be (none the server makes) gets a buffer of its own.
+const idScratch = Buffer.allocUnsafeSlow(2 + 3 * MAX_ID_CHARS);
 
 function keyIdPart(keyId: string): Buffer {
-  if (keyId.length > MAX_KEY_ID_CHARS) {
+  if (keyId.length > MAX_ID_CHARS) {
     const id = Buffer.from(keyId);
     const length = Buffer.allocUnsafe(2);
     length.writeUInt16BE(id.length, 0);
@@ -69,12 +69,6 @@ function keyIdPart(keyId: string): Buffer {
   const n = idScratch.write(keyId, 2, "utf8");
   idScratch.writeUInt16BE(n, 0);
   return idScratch.subarray(0, 2 + n);
-}
-
-function secret(key: VersionKey): Uint8Array {
-  const material = key.material;
-  const length = keyLengthBytes[key.algorithm];
-  return material.length === length ? material : material.subarray(0, length);
 }
 
 // The size of the ciphertext of a plaintext of this size.
@@ -88,7 +82,7 @@ export function sealInto(out: Buffer, at: number, key: VersionKey, plaintext: Ui
   out[at] = FORMAT;
   out.writeUInt32BE(key.versionId, at + 1);
   takeNonce(out, at + HEADER_BYTES);
-  const cipher = createCipheriv(gcmNames[key.algorithm], secret(key), out.subarray(at + HEADER_BYTES, at + HEADER_BYTES + NONCE_BYTES));
+  const cipher = createCipheriv(gcmNames[key.algorithm], key.material, out.subarray(at + HEADER_BYTES, at + HEADER_BYTES + NONCE_BYTES));
   cipher.setAAD(out.subarray(at, at + HEADER_BYTES));
   cipher.setAAD(keyIdPart(key.keyId));
   if (aad.length > 0) cipher.setAAD(aad);
@@ -118,7 +112,7 @@ export function ciphertextVersion(ciphertext: Uint8Array): number | null {
 export function open(key: VersionKey, ciphertext: Uint8Array, aad: Uint8Array): Uint8Array | null {
   const n = ciphertext.length;
   if (ciphertextVersion(ciphertext) !== key.versionId) return null;
-  const decipher = createDecipheriv(gcmNames[key.algorithm], secret(key), ciphertext.subarray(HEADER_BYTES, HEADER_BYTES + NONCE_BYTES));
+  const decipher = createDecipheriv(gcmNames[key.algorithm], key.material, ciphertext.subarray(HEADER_BYTES, HEADER_BYTES + NONCE_BYTES));
   // The header is the version's own (checked above), so it is the header the ciphertext was sealed with.
   decipher.setAAD(ciphertext.subarray(0, HEADER_BYTES));
   decipher.setAAD(keyIdPart(key.keyId));

@@ -16,13 +16,13 @@ export interface FeedTiming {
   reconnectMs: number;
 }
 
-// Together these bound how stale a cached key can be (docs/storage.md): 700 + 100 ms.
 // What the feed tells: the server's changes (ChangeListener), and those only the PostgreSQL store itself acts on.
 export interface FeedListener extends ChangeListener {
   // The live keys of a namespace changed (a key created, or one's goneAt changed).
   namespaceChanged(parentId: string): void;
 }
 
+// Together these bound how stale a cached key can be (docs/storage.md): 700 + 100 ms.
 export const defaultFeedTiming: FeedTiming = { heartbeatMs: 200, staleAfterMs: 700, watchdogMs: 100, reconnectMs: 500 };
 
 const START_TIMEOUT_MS = 10_000;

@@ -148,9 +148,9 @@ export class PostgresKmsStore implements KmsStore, MasterKeyStore {
     );
     if (this.positionsTrusted && found.length > 0) {
       const nextGoneAt = found[0]!.next_gone_at;
-      const validUntil = () => (nextGoneAt === null ? Number.POSITIVE_INFINITY : Number(nextGoneAt));
+      const validUntil = () => nextGoneAt ?? Number.POSITIVE_INFINITY;
       const record = (offset: number, row: KeyRow | undefined) => {
-        if (row !== undefined) this.checkpoints.record(parentId, offset, { createdAt: Number(row.created_at), id: row.id }, now, validUntil, generation);
+        if (row !== undefined) this.checkpoints.record(parentId, offset, { createdAt: row.created_at, id: row.id }, now, validUntil, generation);
       };
       record(page.offset, found[0]);
       record(page.offset + page.limit, found[page.limit]);
