@@ -8,9 +8,9 @@ import type { KeyAggregate } from "../src/kms/model.js";
 
 // `npm run bench:cache-entry`: the memory of one KeyCache entry (issue 14: at most 1 KiB per cached key version),
 // measured alone: N keys of one version and N of two, built from stored rows as a cache miss builds them, each used
-// once the way Encrypt uses it. Prints the heap, the native memory (external, the material's slabs) and the RSS
-// that each entry added, after full collections. RSS includes what V8 keeps around its live objects, so it is
-// the figure to hold against the target; the heap is the entry itself.
+// once the way Encrypt uses it. Prints the heap, the native memory (external: the packed entries' typed arrays and
+// material) and the RSS that each entry added, after full collections. RSS includes what V8 keeps around its live
+// objects, so it is the figure to hold against the target; the heap is the entry itself.
 
 const { values: flags } = parseArgs({ options: { keys: { type: "string", default: "100000" }, versions: { type: "string", default: "" } }, strict: true });
 const N = Number(flags.keys);
@@ -58,8 +58,8 @@ function usage(): NodeJS.MemoryUsage {
   for (let i = 0; i < N; i++) {
     const entry = cache.install(cache.build(aggregate(i, versions)));
     if (i === 0) firstId = entry.id;
-    // Used as Encrypt uses it: a view of its material.
-    if (entry.version(versions)!.key!.material.length !== 32) throw new Error("an AES-256 key without its 32 bytes");
+    // Used as Encrypt uses it, from the cache: a view of its material.
+    if (cache.get(entry.id)!.version(versions)!.key!.material.length !== 32) throw new Error("an AES-256 key without its 32 bytes");
   }
   const after = usage();
   // Read after measuring, so that the cache (and every entry) is still alive when measured.

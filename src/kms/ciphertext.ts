@@ -37,9 +37,9 @@ function takeNonce(target: Buffer, at: number): void {
   nonceOffset += NONCE_BYTES;
 }
 
-// One ENABLED key version, ready to seal and open. The cache's versions are VersionKeys themselves
-// (key-cache.ts), whose material is a view of a shared slab taken per call (material-slabs.ts); `versionKey` makes
-// one with a buffer of its own. The material is in a plain buffer rather than a KeyObject: a KeyObject costs
+// One ENABLED key version, ready to seal and open. The cache's versions are VersionKeys themselves (packed-keys.ts,
+// cached-key.ts), whose material is read per call and good for that call's synchronous turn; `versionKey` makes one
+// with a buffer of its own. The material is in a plain buffer rather than a KeyObject: a KeyObject costs
 // about 0.9 KB of native memory each, more than everything else of a cached key together, and OpenSSL runs the
 // key schedule on every createCipheriv either way.
 export interface VersionKey {

@@ -1,90 +1,9 @@
-import type { VersionKey } from "./ciphertext.js";
+import { CachedKey, CachedVersion } from "./cached-key.js";
+import type { KeyEntry } from "./cached-key.js";
 import type { MasterKey } from "./master-key.js";
-import type { KeyView } from "./key-manager.js";
-import { MaterialSlabs } from "./material-slabs.js";
-import { algorithms, keyLengthBytes, versionStates } from "./model.js";
-import type { Algorithm, CryptoKeyRecord, KeyAggregate, VersionInfo, VersionState } from "./model.js";
-
-// A cache may hold a hundred thousand keys or more, so an entry keeps one object per key and one per version, and
-// the unwrapped material of its ENABLED versions in the cache's shared slabs; what reads return (the key's view,
-// version infos) is built per call from them. docs/performance.md has the measured bytes per key.
-export class CachedVersion implements VersionInfo, VersionKey {
-  private readonly slot: number;
-
-  constructor(
-    readonly keyId: string,
-    readonly id: number,
-    readonly state: VersionState,
-    readonly algorithm: Algorithm,
-    readonly createdAt: number,
-    readonly destroyAt: number | null,
-    // Where the version's unwrapped material is: given only while the version is ENABLED, so that a disabled or
-    // scheduled version keeps no usable key in memory. The slot is this object's until it is collected.
-    private readonly slabs: MaterialSlabs | null,
-    material: Uint8Array | null,
-  ) {
-    this.slot = slabs === null || material === null ? -1 : slabs.store(this, material);
-  }
-
-  // What Encrypt and Decrypt use, or null when the version is not ENABLED: the version itself, so that a call
-  // holding it holds its slot.
-  get key(): VersionKey | null {
-    return this.slot === -1 ? null : this;
-  }
-
-  get versionId(): number {
-    return this.id;
-  }
-
-  // A view of the material, taken per call (valid while this version is reachable).
-  get material(): Uint8Array {
-    return this.slabs!.view(this.slot, keyLengthBytes[this.algorithm]);
-  }
-
-  // What reads report: everything but the material; frozen, as the entry's record is.
-  get info(): VersionInfo {
-    const { keyId, id, state, algorithm, createdAt, destroyAt } = this;
-    return Object.freeze({ keyId, id, state, algorithm, createdAt, destroyAt });
-  }
-}
-
-export class CachedKey {
-  constructor(
-    // The key's metadata as the store holds it after its last committed mutation, frozen.
-    readonly record: Readonly<CryptoKeyRecord>,
-    // Every version, in id order (the order ListCryptoKeyVersions pages in).
-    readonly versionList: readonly CachedVersion[],
-  ) {}
-
-  get id(): string {
-    return this.record.id;
-  }
-
-  // The namespace, for the access check of calls that name the key by id.
-  get parentId(): string {
-    return this.record.parentId;
-  }
-
-  get goneAt(): number | null {
-    return this.record.goneAt;
-  }
-
-  version(versionId: number): CachedVersion | undefined {
-    // Keys have a handful of versions; a scan of an array costs less memory than a map and no more time.
-    for (const v of this.versionList) if (v.id === versionId) return v;
-    return undefined;
-  }
-
-  // GetCryptoKey, GetCryptoKeyVersion and ListCryptoKeyVersions answer from the entry.
-  get view(): KeyView {
-    const primaryId = this.record.primaryVersionId;
-    return { key: this.record, primary: primaryId === null ? null : (this.version(primaryId)?.info ?? null) };
-  }
-
-  get infos(): VersionInfo[] {
-    return this.versionList.map((v) => v.info);
-  }
-}
+import { algorithms, versionStates } from "./model.js";
+import type { KeyAggregate } from "./model.js";
+import { PackedKeys } from "./packed-keys.js";
 
 // Most keys have no labels: they share one frozen empty list.
 const NO_LABELS = Object.freeze([]) as unknown as string[];
@@ -99,13 +18,16 @@ function interned<T extends string>(values: readonly T[], value: T): T {
 // sees the change, on the very next call. A write another server makes to a shared store evicts the entry when
 // the store announces it (evict), and while the store cannot vouch that every change has been announced the cache
 // serves nothing (trust(false); docs/storage.md gives the bound). Bounded: the oldest entry goes first and is
-// reloaded from storage when needed again.
+// reloaded from storage when needed again. Entries are held packed (packed-keys.ts); a hit returns a handle for the
+// caller's synchronous turn, and a call that goes on across an await uses the entry it built itself.
 //
 // Building an entry and installing it are two steps because only building can fail (the master key may not
 // unwrap the stored material): a mutation builds the entry of its outcome inside the store's transaction, so
 // that failure aborts the write, and installs it only once the write has committed.
 export class KeyCache {
-  private readonly entries = new Map<string, CachedKey>();
+  // Key id to its slot in `packed`, oldest first.
+  private readonly entries = new Map<string, number>();
+  private readonly packed = new PackedKeys();
   // Counts installed commits and evictions, so that an entry loaded from storage before one of them is not
   // installed over it (installLoaded).
   private commits = 0;
@@ -116,24 +38,29 @@ export class KeyCache {
   // Namespaces, owners and labels repeat across keys, but every row read from storage brings new strings: entries
   // share one copy of each. Bounded: a store with more distinct values than this just shares less.
   private readonly strings = new Map<string, string>();
-  private readonly slabs = new MaterialSlabs();
+  // Lists of labels, shared the same way.
+  private readonly labelLists = new Map<string, string[]>();
 
   constructor(
     private readonly masterKey: MasterKey,
     private readonly maxEntries: number,
   ) {}
 
-  get(keyId: string): CachedKey | undefined {
-    const entry = this.entries.get(keyId);
-    if (entry === undefined) this.misses++;
-    else this.hits++;
-    return entry;
+  // A handle valid for the caller's synchronous turn.
+  get(keyId: string): KeyEntry | undefined {
+    const at = this.entries.get(keyId);
+    if (at === undefined) {
+      this.misses++;
+      return undefined;
+    }
+    this.hits++;
+    return this.packed.entry(keyId, at);
   }
 
   // Another server changed the key.
   evict(keyId: string): void {
     this.commits++;
-    this.entries.delete(keyId);
+    this.remove(keyId);
   }
 
   // Whether entries may be kept and served. Either way what is cached now goes: on distrust because it may be
@@ -141,6 +68,7 @@ export class KeyCache {
   trust(trusted: boolean): void {
     this.trusted = trusted;
     this.commits++;
+    for (const at of this.entries.values()) this.packed.remove(at);
     this.entries.clear();
   }
 
@@ -153,7 +81,6 @@ export class KeyCache {
   // `unwrap`, no material is unwrapped and every key is null: an entry for metadata only, never installed.
   build(aggregate: KeyAggregate, unwrap = true): CachedKey {
     const usable = aggregate.versions.filter((v) => unwrap && v.state === "ENABLED" && v.wrappedMaterial !== null);
-    // Every unwrap first: only they can fail, and a failure then leaves no slot taken.
     const materials = usable.map((v) => this.masterKey.unwrap(v.wrappedMaterial!, v.keyId, v.id));
     const versions = aggregate.versions.map((v) => {
       const at = usable.indexOf(v);
@@ -164,11 +91,11 @@ export class KeyCache {
         interned(algorithms, v.algorithm),
         v.createdAt,
         v.destroyAt,
-        at === -1 ? null : this.slabs,
+        at === -1 ? null : v.wrappedMaterial,
+        this.masterKey,
         at === -1 ? null : materials[at]!,
       );
     });
-    for (const m of materials) m.fill(0);
     const k = aggregate.key;
     const record = Object.freeze({
       id: k.id,
@@ -176,7 +103,7 @@ export class KeyCache {
       name: k.name,
       description: k.description,
       owner: this.shared(k.owner),
-      labels: k.labels.length === 0 ? NO_LABELS : (Object.freeze(k.labels.map((l) => this.shared(l))) as string[]),
+      labels: this.sharedLabels(k.labels),
       rotationPeriodMs: k.rotationPeriodMs,
       nextRotationAt: k.nextRotationAt,
       defaultAlgorithm: interned(algorithms, k.defaultAlgorithm),
@@ -196,10 +123,23 @@ export class KeyCache {
     return value;
   }
 
+  private sharedLabels(labels: string[]): string[] {
+    if (labels.length === 0) return NO_LABELS;
+    // Each label after its length, so that no two lists join alike.
+    const joined = labels.map((l) => `${l.length}:${l}`).join("");
+    const known = this.labelLists.get(joined);
+    if (known !== undefined) return known;
+    const list = Object.freeze(labels.map((l) => this.shared(l))) as string[];
+    if (this.labelLists.size >= 4096) this.labelLists.clear();
+    this.labelLists.set(joined, list);
+    return list;
+  }
+
   // Installs what a mutation just committed; never fails.
   install(entry: CachedKey): CachedKey {
     this.commits++;
     this.set(entry);
+    entry.release();
     return entry;
   }
 
@@ -207,16 +147,24 @@ export class KeyCache {
   // the read saw may then be older than the entry of that commit. Never fails.
   installLoaded(entry: CachedKey, generation: number): CachedKey {
     if (generation === this.commits) this.set(entry);
+    entry.release();
     return entry;
   }
 
   private set(entry: CachedKey): void {
     if (!this.trusted) return;
-    this.entries.delete(entry.id);
-    this.entries.set(entry.id, entry);
+    this.remove(entry.id);
+    this.entries.set(entry.id, this.packed.add(entry));
     if (this.entries.size > this.maxEntries) {
       const oldest = this.entries.keys().next().value;
-      if (oldest !== undefined) this.entries.delete(oldest);
+      if (oldest !== undefined) this.remove(oldest);
     }
+  }
+
+  private remove(keyId: string): void {
+    const at = this.entries.get(keyId);
+    if (at === undefined) return;
+    this.packed.remove(at);
+    this.entries.delete(keyId);
   }
 }

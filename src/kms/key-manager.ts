@@ -4,7 +4,8 @@ import type { Clock } from "../shared/clock.js";
 import type { KeyMutation, KeyPage, KmsStore } from "../storage/kms-store.js";
 import { ciphertextVersion, open, seal } from "./ciphertext.js";
 import type { VersionKey } from "./ciphertext.js";
-import type { CachedKey, KeyCache } from "./key-cache.js";
+import type { CachedKey, KeyEntry } from "./cached-key.js";
+import type { KeyCache } from "./key-cache.js";
 import type { MasterKey } from "./master-key.js";
 import { computeGoneAt, effectiveState, isGone, keyLengthBytes, mergeVersions } from "./model.js";
 import type { Algorithm, CryptoKeyRecord, CryptoKeyVersionRecord, KeyAggregate, VersionInfo } from "./model.js";
@@ -214,7 +215,7 @@ export class KeyManager {
   // In id order, as the store pages them.
   listVersions(keyId: string, page: KeyPage): readonly VersionInfo[] | Promise<readonly VersionInfo[]> {
     const entry = this.cached(keyId, true);
-    const slice = (e: CachedKey) => e.infos.slice(page.offset, page.offset + page.limit);
+    const slice = (e: KeyEntry) => e.infos.slice(page.offset, page.offset + page.limit);
     return entry instanceof Promise ? entry.then(slice) : slice(entry);
   }
 
@@ -230,7 +231,7 @@ export class KeyManager {
 
   getVersion(keyId: string, versionId: number): VersionInfo | Promise<VersionInfo> {
     const entry = this.cached(keyId, true);
-    const find = (e: CachedKey) => {
+    const find = (e: KeyEntry) => {
       const version = e.version(versionId);
       if (version === undefined) throw versionNotFound(keyId, versionId);
       return version.info;
@@ -271,14 +272,14 @@ export class KeyManager {
   // The hot path: a cache hit returns synchronously and touches no disk. `metadataOnly`: for reads that need no
   // material, so that a key whose material does not unwrap (rows altered behind the server's back) is still
   // described, from an entry that is not installed.
-  private cached(keyId: string, metadataOnly = false): CachedKey | Promise<CachedKey> {
+  private cached(keyId: string, metadataOnly = false): KeyEntry | Promise<KeyEntry> {
     const hit = this.cache.get(keyId);
     if (hit === undefined) return this.load(keyId, metadataOnly);
     if (hit.goneAt !== null && hit.goneAt <= this.clock.now()) throw keyNotFound(keyId);
     return hit;
   }
 
-  private async load(keyId: string, metadataOnly: boolean): Promise<CachedKey> {
+  private async load(keyId: string, metadataOnly: boolean): Promise<KeyEntry> {
     const generation = this.cache.generation;
     const aggregate = await this.store.getKey(keyId);
     if (aggregate === null || isGone(aggregate.key, this.clock.now())) throw keyNotFound(keyId);
@@ -322,7 +323,7 @@ export class KeyManager {
     return seal(key, plaintext, aad);
   }
 
-  private enabledKey(entry: CachedKey, versionId: number): VersionKey {
+  private enabledKey(entry: KeyEntry, versionId: number): VersionKey {
     const version = entry.version(versionId);
     if (version === undefined) throw versionNotFound(entry.id, versionId);
     if (version.key === null) throw notEnabled(entry.id, versionId, effectiveState(version, this.clock.now()));
@@ -335,7 +336,7 @@ export class KeyManager {
     return this.openWith(entry, ciphertext, aad);
   }
 
-  private openWith(entry: CachedKey, ciphertext: Uint8Array, aad: Uint8Array): { versionId: number; plaintext: Uint8Array } {
+  private openWith(entry: KeyEntry, ciphertext: Uint8Array, aad: Uint8Array): { versionId: number; plaintext: Uint8Array } {
     const versionId = ciphertextVersion(ciphertext);
     const version = versionId === null ? undefined : entry.version(versionId);
     // A ciphertext naming a version this key never had is as invalid as a tampered one: same answer.
