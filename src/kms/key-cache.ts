@@ -25,8 +25,6 @@ function interned<T extends string>(values: readonly T[], value: T): T {
 // unwrap the stored material): a mutation builds the entry of its outcome inside the store's transaction, so
 // that failure aborts the write, and installs it only once the write has committed.
 export class KeyCache {
-  // Key id to its slot in `packed`, oldest first.
-  private readonly entries = new Map<string, number>();
   private readonly packed = new PackedKeys();
   // Counts installed commits and evictions, so that an entry loaded from storage before one of them is not
   // installed over it (installLoaded).
@@ -48,8 +46,8 @@ export class KeyCache {
 
   // A handle valid for the caller's synchronous turn.
   get(keyId: string): KeyEntry | undefined {
-    const at = this.entries.get(keyId);
-    if (at === undefined) {
+    const at = this.packed.find(keyId);
+    if (at === -1) {
       this.misses++;
       return undefined;
     }
@@ -68,8 +66,7 @@ export class KeyCache {
   trust(trusted: boolean): void {
     this.trusted = trusted;
     this.commits++;
-    for (const at of this.entries.values()) this.packed.remove(at);
-    this.entries.clear();
+    while (this.packed.oldest !== -1) this.packed.remove(this.packed.oldest);
   }
 
   // Read before loading a key from storage, and handed to installLoaded.
@@ -154,17 +151,12 @@ export class KeyCache {
   private set(entry: CachedKey): void {
     if (!this.trusted) return;
     this.remove(entry.id);
-    this.entries.set(entry.id, this.packed.add(entry));
-    if (this.entries.size > this.maxEntries) {
-      const oldest = this.entries.keys().next().value;
-      if (oldest !== undefined) this.remove(oldest);
-    }
+    this.packed.add(entry);
+    if (this.packed.size > this.maxEntries) this.packed.remove(this.packed.oldest);
   }
 
   private remove(keyId: string): void {
-    const at = this.entries.get(keyId);
-    if (at === undefined) return;
-    this.packed.remove(at);
-    this.entries.delete(keyId);
+    const at = this.packed.find(keyId);
+    if (at !== -1) this.packed.remove(at);
   }
 }

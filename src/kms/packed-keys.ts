@@ -1,16 +1,20 @@
+import { randomBytes } from "node:crypto";
 import type { EntryVersion, CachedKey, KeyEntry } from "./cached-key.js";
+import { InlineStrings } from "./inline-strings.js";
 import type { VersionKey } from "./ciphertext.js";
 import type { KeyView } from "./key-manager.js";
 import { algorithms, keyLengthBytes, versionStates } from "./model.js";
 import type { Algorithm, CryptoKeyRecord, VersionInfo, VersionState } from "./model.js";
 
 // The entries the key cache holds, packed: numbers in typed arrays, strings in one array, the unwrapped material
-// of ENABLED versions in one buffer, each key and each version at a slot reused once its entry goes. A cache of
-// objects (one per key, one per version, a frozen record) cost 527 bytes of heap a key: with 100,000 keys cached
-// the heap held 53 MB of entries, and V8 lets the old generation grow to several times what it holds before it
-// collects, so a sweep over more keys than the cache holds took the process from 183 to 482 MiB RSS
-// (docs/performance.md). Packed, a key costs the heap its id (the map's key), its name and its row of the string
-// array, and an evicted key leaves two strings behind instead of a dozen objects.
+// of ENABLED versions in one buffer, each key and each version at a slot reused once its entry goes, and the index
+// from key id to slot an open-addressing hash table in a typed array, with the order of installation a list
+// through the slots. A cache of objects (one per key, one per version, a frozen record) in a Map cost 527 bytes of
+// heap a key; V8 lets the old generation grow to several times what it holds before it collects, so a sweep over
+// more keys than the cache held took the process from 95 to 482 MiB RSS (docs/performance.md). The Map was garbage
+// too: deleting its oldest entry leaves a hole that the next oldest-entry lookup walks past, and the table is
+// copied whole (7 MB at 100,000 keys) whenever the holes fill it. Packed, a key costs the heap its row of the string
+// array (its id and name are bytes, inline-strings.ts, unless they are long), and an evicted key leaves nothing.
 //
 // A read gets a handle (PackedEntry) that is valid until its entry is evicted or replaced: the key manager uses
 // a handle only in the synchronous turn it got it in, and every read through a handle checks the slot's stamp,
@@ -24,20 +28,29 @@ const FIRST_SLOTS = 1024;
 
 // Per key. Times: createdAt, goneAt, rotationPeriodMs, nextRotationAt (NaN for null).
 const TIMES = 4;
-// Ints: primaryVersionId (0 for none: version ids start at 1), nextVersionId, first version slot, stamp.
-const INTS = 4;
+// Ints: primaryVersionId (0 for none: version ids start at 1), nextVersionId, first version slot, stamp, the id's
+// hash, and the slots installed just before and just after.
+const INTS = 7;
 const PRIMARY = 0;
 const NEXT_VERSION_ID = 1;
 const FIRST_VERSION = 2;
 const STAMP = 3;
-// Strings and objects: name, description, parentId, owner, labels, the record once built.
-const REFS = 6;
-const NAME = 0;
-const DESCRIPTION = 1;
-const PARENT = 2;
-const OWNER = 3;
-const LABELS = 4;
-const RECORD = 5;
+const HASH = 4;
+const OLDER = 5;
+const NEWER = 6;
+// Strings and objects: id and name when they are too long to keep inline, description, parentId, owner, labels,
+// the record once built.
+const REFS = 7;
+const ID = 0;
+const NAME = 1;
+const DESCRIPTION = 2;
+const PARENT = 3;
+const OWNER = 4;
+const LABELS = 5;
+const RECORD = 6;
+// Ids the server makes have 20 characters; most names are short.
+const INLINE_ID_BYTES = 24;
+const INLINE_NAME_BYTES = 32;
 
 // Per version. Ints: id, the next version's slot (versions are linked in id order). Times: createdAt, destroyAt.
 // Codes: state, algorithm, whether the material is there (ENABLED only).
@@ -65,7 +78,16 @@ export class PackedKeys {
   private ints = new Int32Array(0);
   private defaultAlgorithms = new Uint8Array(0);
   private refs: unknown[] = [];
+  private readonly ids = new InlineStrings(INLINE_ID_BYTES);
+  private readonly names = new InlineStrings(INLINE_NAME_BYTES);
   private readonly freeKeys: number[] = [];
+  // Slot + 1 of the key whose id hashes there or, probing on, after; 0 for none. At most half full.
+  private buckets = new Int32Array(0);
+  // Seeded per process, so that no one can pick ids that collide.
+  private readonly seed = randomBytes(4).readInt32LE(0);
+  private oldestSlot = NONE;
+  private newestSlot = NONE;
+  size = 0;
 
   private versionSlots = 0;
   private vInts = new Int32Array(0);
@@ -74,8 +96,26 @@ export class PackedKeys {
   private material = Buffer.alloc(0);
   private readonly freeVersions: number[] = [];
 
-  // Packs a built entry; returns its slot.
+  // The slot of a key, or -1.
+  find(keyId: string): number {
+    if (this.size === 0) return NONE;
+    const hash = this.hash(keyId);
+    const mask = this.buckets.length - 1;
+    for (let b = hash & mask; this.buckets[b] !== 0; b = (b + 1) & mask) {
+      const at = this.buckets[b]! - 1;
+      if (this.ints[at * INTS + HASH] === hash && (this.ids.equals(at, keyId) || this.refs[at * REFS + ID] === keyId)) return at;
+    }
+    return NONE;
+  }
+
+  // The slot installed longest ago, or -1.
+  get oldest(): number {
+    return this.oldestSlot;
+  }
+
+  // Packs a built entry of a key not packed yet, as the newest; returns its slot.
   add(entry: CachedKey): number {
+    if ((this.size + 1) * 2 > this.buckets.length) this.growBuckets();
     const at = this.freeKeys.pop() ?? this.growKeys();
     const r = entry.record;
     const t = at * TIMES;
@@ -88,7 +128,8 @@ export class PackedKeys {
     this.ints[i + NEXT_VERSION_ID] = r.nextVersionId;
     this.defaultAlgorithms[at] = algorithms.indexOf(r.defaultAlgorithm);
     const s = at * REFS;
-    this.refs[s + NAME] = r.name;
+    if (!this.ids.set(at, r.id)) this.refs[s + ID] = r.id;
+    if (!this.names.set(at, r.name)) this.refs[s + NAME] = r.name;
     this.refs[s + DESCRIPTION] = r.description;
     this.refs[s + PARENT] = r.parentId;
     this.refs[s + OWNER] = r.owner;
@@ -111,11 +152,27 @@ export class PackedKeys {
       next = slot;
     }
     this.ints[i + FIRST_VERSION] = next;
+    this.ints[i + HASH] = this.hash(r.id);
+    this.index(at);
+    this.ints[i + OLDER] = this.newestSlot;
+    this.ints[i + NEWER] = NONE;
+    if (this.newestSlot === NONE) this.oldestSlot = at;
+    else this.ints[this.newestSlot * INTS + NEWER] = at;
+    this.newestSlot = at;
+    this.size++;
     return at;
   }
 
   // Frees a slot and its versions' slots, the material zeroed; handles to it stop working.
   remove(at: number): void {
+    this.unindex(at);
+    const older = this.ints[at * INTS + OLDER]!;
+    const newer = this.ints[at * INTS + NEWER]!;
+    if (older === NONE) this.oldestSlot = newer;
+    else this.ints[older * INTS + NEWER] = newer;
+    if (newer === NONE) this.newestSlot = older;
+    else this.ints[newer * INTS + OLDER] = older;
+    this.size--;
     for (let slot = this.ints[at * INTS + FIRST_VERSION]!; slot !== NONE; ) {
       const next = this.vInts[slot * V_INTS + 1]!;
       this.material.fill(0, slot * MATERIAL_BYTES, (slot + 1) * MATERIAL_BYTES);
@@ -124,6 +181,8 @@ export class PackedKeys {
       slot = next;
     }
     this.refs.fill(undefined, at * REFS, (at + 1) * REFS);
+    this.ids.clear(at);
+    this.names.clear(at);
     this.ints[at * INTS + STAMP] = (this.ints[at * INTS + STAMP]! + 1) | 0;
     this.freeKeys.push(at);
   }
@@ -160,7 +219,7 @@ export class PackedKeys {
     const record: Readonly<CryptoKeyRecord> = Object.freeze({
       id: keyId,
       parentId: this.refs[s + PARENT] as string,
-      name: this.refs[s + NAME] as string,
+      name: this.names.get(at) ?? (this.refs[s + NAME] as string),
       description: this.refs[s + DESCRIPTION] as string,
       owner: this.refs[s + OWNER] as string,
       labels: this.refs[s + LABELS] as string[],
@@ -206,12 +265,52 @@ export class PackedKeys {
     return this.material.subarray(slot * MATERIAL_BYTES, slot * MATERIAL_BYTES + length);
   }
 
+  // FNV-1a over the UTF-16 code units, from the process's seed.
+  private hash(keyId: string): number {
+    let h = this.seed;
+    for (let i = 0; i < keyId.length; i++) h = Math.imul(h ^ keyId.charCodeAt(i), 0x01000193);
+    return h ^ (h >>> 15);
+  }
+
+  // Enters a slot into the table at the first free bucket from its hash on.
+  private index(at: number): void {
+    const mask = this.buckets.length - 1;
+    let b = this.ints[at * INTS + HASH]! & mask;
+    while (this.buckets[b] !== 0) b = (b + 1) & mask;
+    this.buckets[b] = at + 1;
+  }
+
+  // Takes a slot out of the table, and moves back every key after it in the run that it no longer keeps from its
+  // hash's bucket (linear probing's deletion, which leaves no tombstones to walk past).
+  private unindex(at: number): void {
+    const mask = this.buckets.length - 1;
+    let hole = this.ints[at * INTS + HASH]! & mask;
+    while (this.buckets[hole] !== at + 1) hole = (hole + 1) & mask;
+    for (let b = (hole + 1) & mask; this.buckets[b] !== 0; b = (b + 1) & mask) {
+      const home = this.ints[(this.buckets[b]! - 1) * INTS + HASH]! & mask;
+      // A key may fill the hole unless its home bucket lies after the hole, up to where it sits (cyclically).
+      const homeAfterHole = hole <= b ? home > hole && home <= b : home > hole || home <= b;
+      if (!homeAfterHole) {
+        this.buckets[hole] = this.buckets[b]!;
+        hole = b;
+      }
+    }
+    this.buckets[hole] = 0;
+  }
+
+  private growBuckets(): void {
+    this.buckets = new Int32Array(Math.max(2 * FIRST_SLOTS, this.buckets.length * 2));
+    for (let at = this.oldestSlot; at !== NONE; at = this.ints[at * INTS + NEWER]!) this.index(at);
+  }
+
   private growKeys(): number {
     const first = this.keySlots;
     this.keySlots = Math.max(FIRST_SLOTS, first * 2);
     this.times = grown(this.times, this.keySlots * TIMES);
     this.ints = grown(this.ints, this.keySlots * INTS);
     this.defaultAlgorithms = grown(this.defaultAlgorithms, this.keySlots);
+    this.ids.grow(this.keySlots);
+    this.names.grow(this.keySlots);
     for (let i = first * REFS; i < this.keySlots * REFS; i++) this.refs.push(undefined);
     // Pushed so that the lowest slot is popped first.
     for (let at = this.keySlots - 1; at > first; at--) this.freeKeys.push(at);

@@ -54,6 +54,57 @@ describe("packed cache entries", () => {
     expect(cache.get("k2499")).toBeUndefined();
   });
 
+  it("find every key installed and not evicted, in any order of installs, reinstalls and evictions", () => {
+    // A Map of the same keys is the model: installing a key makes it the newest, the oldest goes past the bound.
+    // 1000 keys fill the hash table's first 2048 buckets to half, so that runs of probes wrap around its end.
+    const cache = new KeyCache(master, 1000);
+    const model = new Map<string, number>();
+    let seed = 7;
+    const random = (n: number) => {
+      seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+      return seed % n;
+    };
+    const material = randomBytes(32);
+    for (let step = 0; step < 20_000; step++) {
+      // Ids of different lengths, from a pool a little larger than the cache, so that keys come back often.
+      const id = `key-${random(1500).toString(36).repeat(1 + random(8))}`;
+      if (random(5) === 0) {
+        cache.evict(id);
+        model.delete(id);
+      } else {
+        cache.install(cache.build(aggregate(id, material, ["ENABLED"])));
+        model.delete(id);
+        model.set(id, step);
+        if (model.size > 1000) model.delete(model.keys().next().value!);
+      }
+      if (step % 2500 === 0 || step === 19_999) {
+        for (let n = 0; n < 1500; n++) {
+          for (let r = 1; r <= 8; r++) {
+            const probe = `key-${n.toString(36).repeat(r)}`;
+            expect(cache.get(probe)?.view.key.name, probe).toBe(model.has(probe) ? `name of ${probe}` : undefined);
+          }
+        }
+      }
+    }
+  });
+
+  it("keep ids and names of every length, in any script, whether they fit the inline bytes or not", () => {
+    const cache = new KeyCache(master, 1000);
+    const texts = ["", "a", "é", "ключ", "🔑", "鍵"].flatMap((unit) => Array.from({ length: 40 }, (_, n) => unit.repeat(n)));
+    const ids = texts.filter((t) => t !== "").map((t, i) => `${i}-${t}`);
+    for (const [i, id] of ids.entries()) {
+      const a = aggregate(id, randomBytes(32));
+      a.key.name = texts[i]!;
+      cache.install(cache.build(a));
+    }
+    for (const [i, id] of ids.entries()) {
+      expect(cache.get(id)?.view.key, id).toMatchObject({ id, name: texts[i] });
+      // Another id of the same length, or a prefix, is another key.
+      expect(cache.get(`${id}x`)).toBeUndefined();
+      expect(cache.get(id.slice(0, -1))?.view.key.id ?? "").not.toBe(id);
+    }
+  });
+
   it("share the record that reads return while cached, so its CryptoKey message is built once", () => {
     const cache = new KeyCache(master, 10);
     cache.install(cache.build(aggregate("a", randomBytes(32), ["ENABLED"], ["x=1", "y=2"])));
