@@ -26,18 +26,22 @@ const NONE = -1;
 const MATERIAL_BYTES = 32;
 const FIRST_SLOTS = 1024;
 
-// Per key. Times: createdAt, goneAt, rotationPeriodMs, nextRotationAt (NaN for null).
-const TIMES = 4;
-// Ints: primaryVersionId (0 for none: version ids start at 1), nextVersionId, first version slot, stamp, the id's
-// hash, and the slots installed just before and just after.
-const INTS = 7;
-const PRIMARY = 0;
-const NEXT_VERSION_ID = 1;
-const FIRST_VERSION = 2;
-const STAMP = 3;
-const HASH = 4;
-const OLDER = 5;
-const NEWER = 6;
+// Per key. Numbers (times, and version ids, which go up to 2^32 - 1): createdAt, goneAt, rotationPeriodMs,
+// nextRotationAt, primaryVersionId, nextVersionId (NaN for null).
+const NUMBERS = 6;
+const CREATED = 0;
+const GONE = 1;
+const ROTATION_PERIOD = 2;
+const NEXT_ROTATION = 3;
+const PRIMARY = 4;
+const NEXT_VERSION_ID = 5;
+// Ints: the first version's slot, the stamp, the id's hash, and the slots installed just before and just after.
+const INTS = 5;
+const FIRST_VERSION = 0;
+const STAMP = 1;
+const HASH = 2;
+const OLDER = 3;
+const NEWER = 4;
 // Strings and objects: id and name when they are too long to keep inline, description, parentId, owner, labels,
 // the record once built.
 const REFS = 7;
@@ -52,10 +56,9 @@ const RECORD = 6;
 const INLINE_ID_BYTES = 24;
 const INLINE_NAME_BYTES = 32;
 
-// Per version. Ints: id, the next version's slot (versions are linked in id order). Times: createdAt, destroyAt.
+// Per version. Numbers: id, createdAt, destroyAt. Next: the next version's slot (versions are linked in id order).
 // Codes: state, algorithm, whether the material is there (ENABLED only).
-const V_INTS = 2;
-const V_TIMES = 2;
+const V_NUMBERS = 3;
 const V_CODES = 3;
 
 function orNaN(n: number | null): number {
@@ -74,7 +77,7 @@ function grown<T extends Float64Array | Int32Array | Uint8Array>(old: T, length:
 
 export class PackedKeys {
   private keySlots = 0;
-  private times = new Float64Array(0);
+  private numbers = new Float64Array(0);
   private ints = new Int32Array(0);
   private defaultAlgorithms = new Uint8Array(0);
   private refs: unknown[] = [];
@@ -87,18 +90,18 @@ export class PackedKeys {
   private readonly seed = randomBytes(4).readInt32LE(0);
   private oldestSlot = NONE;
   private newestSlot = NONE;
-  size = 0;
+  private count = 0;
 
   private versionSlots = 0;
-  private vInts = new Int32Array(0);
-  private vTimes = new Float64Array(0);
+  private vNumbers = new Float64Array(0);
+  private vNext = new Int32Array(0);
   private vCodes = new Uint8Array(0);
   private material = Buffer.alloc(0);
   private readonly freeVersions: number[] = [];
 
   // The slot of a key, or -1.
   find(keyId: string): number {
-    if (this.size === 0) return NONE;
+    if (this.count === 0) return NONE;
     const hash = this.hash(keyId);
     const mask = this.buckets.length - 1;
     for (let b = hash & mask; this.buckets[b] !== 0; b = (b + 1) & mask) {
@@ -108,6 +111,10 @@ export class PackedKeys {
     return NONE;
   }
 
+  get size(): number {
+    return this.count;
+  }
+
   // The slot installed longest ago, or -1.
   get oldest(): number {
     return this.oldestSlot;
@@ -115,17 +122,17 @@ export class PackedKeys {
 
   // Packs a built entry of a key not packed yet, as the newest; returns its slot.
   add(entry: CachedKey): number {
-    if ((this.size + 1) * 2 > this.buckets.length) this.growBuckets();
+    if ((this.count + 1) * 2 > this.buckets.length) this.growBuckets();
     const at = this.freeKeys.pop() ?? this.growKeys();
     const r = entry.record;
-    const t = at * TIMES;
-    this.times[t] = r.createdAt;
-    this.times[t + 1] = orNaN(r.goneAt);
-    this.times[t + 2] = orNaN(r.rotationPeriodMs);
-    this.times[t + 3] = orNaN(r.nextRotationAt);
+    const n = at * NUMBERS;
+    this.numbers[n + CREATED] = r.createdAt;
+    this.numbers[n + GONE] = orNaN(r.goneAt);
+    this.numbers[n + ROTATION_PERIOD] = orNaN(r.rotationPeriodMs);
+    this.numbers[n + NEXT_ROTATION] = orNaN(r.nextRotationAt);
+    this.numbers[n + PRIMARY] = orNaN(r.primaryVersionId);
+    this.numbers[n + NEXT_VERSION_ID] = r.nextVersionId;
     const i = at * INTS;
-    this.ints[i + PRIMARY] = r.primaryVersionId ?? 0;
-    this.ints[i + NEXT_VERSION_ID] = r.nextVersionId;
     this.defaultAlgorithms[at] = algorithms.indexOf(r.defaultAlgorithm);
     const s = at * REFS;
     if (!this.ids.set(at, r.id)) this.refs[s + ID] = r.id;
@@ -140,10 +147,10 @@ export class PackedKeys {
     for (let k = entry.versionList.length - 1; k >= 0; k--) {
       const v = entry.versionList[k]!;
       const slot = this.freeVersions.pop() ?? this.growVersions();
-      this.vInts[slot * V_INTS] = v.id;
-      this.vInts[slot * V_INTS + 1] = next;
-      this.vTimes[slot * V_TIMES] = v.createdAt;
-      this.vTimes[slot * V_TIMES + 1] = orNaN(v.destroyAt);
+      this.vNumbers[slot * V_NUMBERS] = v.id;
+      this.vNumbers[slot * V_NUMBERS + 1] = v.createdAt;
+      this.vNumbers[slot * V_NUMBERS + 2] = orNaN(v.destroyAt);
+      this.vNext[slot] = next;
       this.vCodes[slot * V_CODES] = versionStates.indexOf(v.state);
       this.vCodes[slot * V_CODES + 1] = algorithms.indexOf(v.algorithm);
       const key = v.key;
@@ -159,7 +166,7 @@ export class PackedKeys {
     if (this.newestSlot === NONE) this.oldestSlot = at;
     else this.ints[this.newestSlot * INTS + NEWER] = at;
     this.newestSlot = at;
-    this.size++;
+    this.count++;
     return at;
   }
 
@@ -172,9 +179,9 @@ export class PackedKeys {
     else this.ints[older * INTS + NEWER] = newer;
     if (newer === NONE) this.newestSlot = older;
     else this.ints[newer * INTS + OLDER] = older;
-    this.size--;
+    this.count--;
     for (let slot = this.ints[at * INTS + FIRST_VERSION]!; slot !== NONE; ) {
-      const next = this.vInts[slot * V_INTS + 1]!;
+      const next = this.vNext[slot]!;
       this.material.fill(0, slot * MATERIAL_BYTES, (slot + 1) * MATERIAL_BYTES);
       this.vCodes[slot * V_CODES + 2] = 0;
       this.freeVersions.push(slot);
@@ -202,12 +209,11 @@ export class PackedKeys {
   }
 
   goneAt(at: number): number | null {
-    return orNull(this.times[at * TIMES + 1]!);
+    return orNull(this.numbers[at * NUMBERS + GONE]!);
   }
 
   primaryVersionId(at: number): number | null {
-    const id = this.ints[at * INTS + PRIMARY]!;
-    return id === 0 ? null : id;
+    return orNull(this.numbers[at * NUMBERS + PRIMARY]!);
   }
 
   // The key's record, built on the first read and kept with the entry.
@@ -215,7 +221,7 @@ export class PackedKeys {
     const s = at * REFS;
     const known = this.refs[s + RECORD] as Readonly<CryptoKeyRecord> | undefined;
     if (known !== undefined) return known;
-    const t = at * TIMES;
+    const n = at * NUMBERS;
     const record: Readonly<CryptoKeyRecord> = Object.freeze({
       id: keyId,
       parentId: this.refs[s + PARENT] as string,
@@ -223,13 +229,13 @@ export class PackedKeys {
       description: this.refs[s + DESCRIPTION] as string,
       owner: this.refs[s + OWNER] as string,
       labels: this.refs[s + LABELS] as string[],
-      rotationPeriodMs: orNull(this.times[t + 2]!),
-      nextRotationAt: orNull(this.times[t + 3]!),
+      rotationPeriodMs: orNull(this.numbers[n + ROTATION_PERIOD]!),
+      nextRotationAt: orNull(this.numbers[n + NEXT_ROTATION]!),
       defaultAlgorithm: algorithms[this.defaultAlgorithms[at]!]!,
       primaryVersionId: this.primaryVersionId(at),
-      nextVersionId: this.ints[at * INTS + NEXT_VERSION_ID]!,
-      createdAt: this.times[t]!,
-      goneAt: orNull(this.times[t + 1]!),
+      nextVersionId: this.numbers[n + NEXT_VERSION_ID]!,
+      createdAt: this.numbers[n + CREATED]!,
+      goneAt: orNull(this.numbers[n + GONE]!),
     });
     this.refs[s + RECORD] = record;
     return record;
@@ -240,22 +246,22 @@ export class PackedKeys {
   }
 
   nextVersion(slot: number): number {
-    return this.vInts[slot * V_INTS + 1]!;
+    return this.vNext[slot]!;
   }
 
   versionId(slot: number): number {
-    return this.vInts[slot * V_INTS]!;
+    return this.vNumbers[slot * V_NUMBERS]!;
   }
 
   version(entry: PackedEntry, slot: number): PackedVersion {
     return new PackedVersion(
       entry,
       slot,
-      this.vInts[slot * V_INTS]!,
+      this.vNumbers[slot * V_NUMBERS]!,
       versionStates[this.vCodes[slot * V_CODES]!]!,
       algorithms[this.vCodes[slot * V_CODES + 1]!]!,
-      this.vTimes[slot * V_TIMES]!,
-      orNull(this.vTimes[slot * V_TIMES + 1]!),
+      this.vNumbers[slot * V_NUMBERS + 1]!,
+      orNull(this.vNumbers[slot * V_NUMBERS + 2]!),
       this.vCodes[slot * V_CODES + 2] === 1,
     );
   }
@@ -306,7 +312,7 @@ export class PackedKeys {
   private growKeys(): number {
     const first = this.keySlots;
     this.keySlots = Math.max(FIRST_SLOTS, first * 2);
-    this.times = grown(this.times, this.keySlots * TIMES);
+    this.numbers = grown(this.numbers, this.keySlots * NUMBERS);
     this.ints = grown(this.ints, this.keySlots * INTS);
     this.defaultAlgorithms = grown(this.defaultAlgorithms, this.keySlots);
     this.ids.grow(this.keySlots);
@@ -320,8 +326,8 @@ export class PackedKeys {
   private growVersions(): number {
     const first = this.versionSlots;
     this.versionSlots = Math.max(FIRST_SLOTS, first * 2);
-    this.vInts = grown(this.vInts, this.versionSlots * V_INTS);
-    this.vTimes = grown(this.vTimes, this.versionSlots * V_TIMES);
+    this.vNumbers = grown(this.vNumbers, this.versionSlots * V_NUMBERS);
+    this.vNext = grown(this.vNext, this.versionSlots);
     this.vCodes = grown(this.vCodes, this.versionSlots * V_CODES);
     // allocUnsafeSlow: a buffer of its own, never a slice of Node's shared pool; the old one is wiped once copied.
     const material = Buffer.allocUnsafeSlow(this.versionSlots * MATERIAL_BYTES).fill(0);

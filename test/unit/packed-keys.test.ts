@@ -105,6 +105,22 @@ describe("packed cache entries", () => {
     }
   });
 
+  it("keep version ids up to 2^32 - 1, the largest a ciphertext can name", () => {
+    const cache = new KeyCache(master, 10);
+    const a = aggregate("big", randomBytes(32), ["ENABLED", "ENABLED"]);
+    a.versions[0]!.id = 2 ** 31;
+    a.versions[1]!.id = 2 ** 32 - 1;
+    a.versions.forEach((v) => (v.wrappedMaterial = master.wrap(randomBytes(32), "big", v.id)));
+    a.key.primaryVersionId = 2 ** 32 - 1;
+    a.key.nextVersionId = 2 ** 32;
+    cache.install(cache.build(a));
+    const entry = cache.get("big")!;
+    expect(entry.view.key).toMatchObject({ primaryVersionId: 2 ** 32 - 1, nextVersionId: 2 ** 32 });
+    expect(entry.view.primary?.id).toBe(2 ** 32 - 1);
+    expect(entry.infos.map((v) => v.id)).toEqual([2 ** 31, 2 ** 32 - 1]);
+    expect(entry.version(2 ** 31)?.key?.versionId).toBe(2 ** 31);
+  });
+
   it("share the record that reads return while cached, so its CryptoKey message is built once", () => {
     const cache = new KeyCache(master, 10);
     cache.install(cache.build(aggregate("a", randomBytes(32), ["ENABLED"], ["x=1", "y=2"])));
