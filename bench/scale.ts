@@ -456,6 +456,9 @@ function charts(results: Result[], out: string): Chart[] {
       }))
       .filter((s) => s.points.length > 0);
   const file = (name: string) => join(out, `scale-${name}.png`);
+  const sweeps = results
+    .filter((r) => r.sweep !== null)
+    .map((r) => ({ label: `${r.settings.store}: ${r.sweep!.keys.toLocaleString("en-US")} keys swept, peak ${r.sweep!.rssMaxMiB.toFixed(0)} MiB`, points: r.sweep!.rssMiBAt.map((p) => ({ x: p.done, y: p.rssMiB })) }));
   return [
     {
       file: file("ready"), title: "Time to ready after a restart", yLabel: "ms",
@@ -486,6 +489,14 @@ function charts(results: Result[], out: string): Chart[] {
       target: { y: 4500, label: "target: 5x the 900/s of one fsync per create" },
     },
     { file: file("db-size"), title: "Database size on disk", yLabel: "MiB", series: series("database files", (r) => r.databaseMiB) },
+    ...(sweeps.length === 0
+      ? []
+      : [
+          {
+            file: file("sweep"), title: `RSS while Encrypt uses every key once (a cache of ${results[0]!.settings.cacheSize.toLocaleString("en-US")} keys)`, yLabel: "MiB",
+            xLabel: "keys swept so far (log scale)", series: sweeps, target: { y: 200, label: "target: 200 MiB" },
+          },
+        ]),
   ];
 }
 

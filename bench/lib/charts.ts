@@ -1,7 +1,7 @@
 import { writeFileSync } from "node:fs";
 import { chromium } from "playwright-core";
 
-// Line charts of figures against the number of keys (log scale on x), drawn as SVG by hand (a handful of lines and
+// Line charts of figures against a number of keys (log scale on x), drawn as SVG by hand (a handful of lines and
 // labels needs no chart library) and turned into PNG by Debian's Chromium through playwright-core, which the tests
 // already depend on.
 
@@ -14,6 +14,8 @@ export interface Chart {
   file: string;
   title: string;
   yLabel: string;
+  // Default: the number of keys in the store.
+  xLabel?: string;
   series: Series[];
   // A horizontal line for a target the figure must stay under (or over).
   target?: { y: number; label: string };
@@ -72,7 +74,7 @@ export function svg(chart: Chart): string {
     parts.push(`<line x1="${M.left}" y1="${y}" x2="${W - M.right}" y2="${y}" stroke="#ddd"/>`);
     parts.push(`<text x="${M.left - 8}" y="${y + 4}" text-anchor="end" font-size="13">${formatNumber(t)}</text>`);
   }
-  parts.push(`<text x="${W / 2}" y="${H - 15}" text-anchor="middle" font-size="14">keys in the store (log scale)</text>`);
+  parts.push(`<text x="${W / 2}" y="${H - 15}" text-anchor="middle" font-size="14">${escape(chart.xLabel ?? "keys in the store (log scale)")}</text>`);
   parts.push(`<text transform="translate(20 ${H / 2}) rotate(-90)" text-anchor="middle" font-size="14">${escape(chart.yLabel)}</text>`);
   if (chart.target !== undefined) {
     const y = py(chart.target.y);
