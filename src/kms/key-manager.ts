@@ -310,7 +310,8 @@ export class KeyManager {
     return entry.parentId;
   }
 
-  // The version Encrypt seals with: it must exist and be ENABLED. A cache hit answers synchronously.
+  // The version Encrypt seals with: it must exist and be ENABLED. A cache hit answers synchronously, with a key good
+  // for the caller's synchronous turn (packed-keys.ts); a miss, with one good for as long as the caller holds it.
   sealingKey(keyId: string, versionId: number): VersionKey | Promise<VersionKey> {
     const entry = this.cached(keyId);
     if (entry instanceof Promise) return entry.then((e) => this.enabledKey(e, versionId));
