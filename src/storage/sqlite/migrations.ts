@@ -232,6 +232,64 @@ const migrations: { version: number; sql: string }[] = [
       CREATE INDEX kms_keys_gone_by_parent ON kms_keys (parent_id, gone_at) WHERE gone_at IS NOT NULL;
     `,
   },
+  {
+    // The first read of a deep page of ListCryptoKeys (sqlite-kms-store.ts, "key buckets"): each namespace's
+    // (created_at, id) order cut into buckets of about 1024 keys, each row counting its keys (total) and those with no
+    // goneAt (standing). Kept by triggers, so that every write counts, whatever makes it: a new key goes into the
+    // bucket whose first position is the last at or before its own, and opens a new bucket when it is the last key
+    // of its namespace and the last bucket is full; a key before the first bucket moves that bucket's start back.
+    // A bucket's range is from its first position to the next bucket's: the key at its first position may be gone.
+    // Existing keys are counted here, a single pass over the key order.
+    version: 8,
+    sql: `
+      CREATE TABLE kms_key_buckets (
+        parent_id TEXT NOT NULL,
+        first_created_at INTEGER NOT NULL,
+        first_id TEXT NOT NULL,
+        total INTEGER NOT NULL,
+        standing INTEGER NOT NULL,
+        PRIMARY KEY (parent_id, first_created_at, first_id)
+      ) STRICT;
+      INSERT INTO kms_key_buckets (parent_id, first_created_at, first_id, total, standing)
+        SELECT parent_id, max(CASE WHEN r % 1024 = 0 THEN created_at END), max(CASE WHEN r % 1024 = 0 THEN id END), count(*), sum(gone_at IS NULL)
+        FROM (SELECT parent_id, created_at, id, gone_at, row_number() OVER (PARTITION BY parent_id ORDER BY created_at, id) - 1 AS r FROM kms_keys)
+        GROUP BY parent_id, r / 1024;
+      CREATE TRIGGER kms_keys_bucket_insert AFTER INSERT ON kms_keys BEGIN
+        INSERT INTO kms_key_buckets (parent_id, first_created_at, first_id, total, standing)
+          SELECT NEW.parent_id, NEW.created_at, NEW.id, 0, 0
+          WHERE NOT EXISTS (SELECT 1 FROM kms_key_buckets WHERE parent_id = NEW.parent_id)
+             OR ((SELECT total FROM kms_key_buckets WHERE parent_id = NEW.parent_id ORDER BY first_created_at DESC, first_id DESC LIMIT 1) >= 1024
+                 AND NOT EXISTS (SELECT 1 FROM kms_keys WHERE parent_id = NEW.parent_id AND (created_at, id) > (NEW.created_at, NEW.id)));
+        UPDATE kms_key_buckets SET first_created_at = NEW.created_at, first_id = NEW.id
+          WHERE parent_id = NEW.parent_id
+            AND (first_created_at, first_id) = (SELECT first_created_at, first_id FROM kms_key_buckets WHERE parent_id = NEW.parent_id ORDER BY first_created_at, first_id LIMIT 1)
+            AND (first_created_at, first_id) > (NEW.created_at, NEW.id);
+        UPDATE kms_key_buckets SET total = total + 1, standing = standing + (NEW.gone_at IS NULL)
+          WHERE parent_id = NEW.parent_id
+            AND (first_created_at, first_id) = (
+              SELECT first_created_at, first_id FROM kms_key_buckets WHERE parent_id = NEW.parent_id AND (first_created_at, first_id) <= (NEW.created_at, NEW.id)
+              ORDER BY first_created_at DESC, first_id DESC LIMIT 1);
+      END;
+      CREATE TRIGGER kms_keys_bucket_delete AFTER DELETE ON kms_keys BEGIN
+        UPDATE kms_key_buckets SET total = total - 1, standing = standing - (OLD.gone_at IS NULL)
+          WHERE parent_id = OLD.parent_id
+            AND (first_created_at, first_id) = (
+              SELECT first_created_at, first_id FROM kms_key_buckets WHERE parent_id = OLD.parent_id AND (first_created_at, first_id) <= (OLD.created_at, OLD.id)
+              ORDER BY first_created_at DESC, first_id DESC LIMIT 1);
+      END;
+      CREATE TRIGGER kms_keys_bucket_gone AFTER UPDATE OF gone_at ON kms_keys WHEN (OLD.gone_at IS NULL) <> (NEW.gone_at IS NULL) BEGIN
+        UPDATE kms_key_buckets SET standing = standing + (NEW.gone_at IS NULL) - (OLD.gone_at IS NULL)
+          WHERE parent_id = NEW.parent_id
+            AND (first_created_at, first_id) = (
+              SELECT first_created_at, first_id FROM kms_key_buckets WHERE parent_id = NEW.parent_id AND (first_created_at, first_id) <= (NEW.created_at, NEW.id)
+              ORDER BY first_created_at DESC, first_id DESC LIMIT 1);
+      END;
+      CREATE TRIGGER kms_keys_no_moves BEFORE UPDATE OF parent_id, created_at, id ON kms_keys
+        WHEN (OLD.parent_id, OLD.created_at, OLD.id) <> (NEW.parent_id, NEW.created_at, NEW.id) BEGIN
+        SELECT RAISE(ABORT, 'a key keeps its namespace, creation time and id');
+      END;
+    `,
+  },
 ];
 
 export function migrate(db: Database.Database): void {

@@ -5,11 +5,19 @@ import type { CryptoKeyRecord, KeyAggregate } from "../../kms/model.js";
 import type { KeyMutation, KeyPage, KmsStore, MasterKeyCheckRecord, MasterKeyStore, WrappedMaterial } from "../kms-store.js";
 import { GroupCommit } from "./group-commit.js";
 import { PageCheckpoints } from "../page-checkpoints.js";
+import type { KeyPosition } from "../page-checkpoints.js";
 import { keyFromRow, keyParams, masterKeyCheckFromRow, masterKeyCheckParams, versionFromRow, versionParams, wrappedFromRow } from "../rows.js";
 import type { KeyRow, MasterKeyRow, VersionRow, WrappedRow } from "../rows.js";
 
 // Re-wrapping reads the materials in pages, since better-sqlite3 runs no write while a read is still iterating.
 const REWRAP_PAGE = 500;
+// Keys a bucket of the key order holds (migration 8): a recorded position closer than this to a page is used as is.
+const BUCKET_KEYS = 1024;
+
+// Whether a key at (createdAt, id) sorts before a bucket's first position.
+function positionBefore(key: [number, string], bucket: [number, string, number]): boolean {
+  return key[0] < bucket[0] || (key[0] === bucket[0] && key[1] < bucket[1]);
+}
 
 // better-sqlite3 is synchronous, so each method runs to completion without interleaving; transactions make
 // the multi-row writes atomic and durable before the promise resolves. Key creations and mutations, the writes
@@ -53,6 +61,17 @@ export class SqliteKmsStore implements KmsStore, MasterKeyStore {
          ORDER BY created_at, id LIMIT ? OFFSET ?`,
       ),
       nextGoneAt: db.prepare("SELECT min(gone_at) FROM kms_keys WHERE parent_id = ? AND gone_at > ?"),
+      buckets: db
+        .prepare("SELECT first_created_at, first_id, standing FROM kms_key_buckets WHERE parent_id = ? ORDER BY first_created_at, first_id")
+        .raw(),
+      // Keys with a goneAt still to come: live, but not counted as standing. Through the index of keys with a goneAt
+      // (few), sorted after: the planner would rather walk the key order index for the ORDER BY, every key of it.
+      scheduled: db
+        .prepare(
+          `SELECT created_at, id FROM kms_keys INDEXED BY kms_keys_gone_by_parent
+           WHERE parent_id = ? AND gone_at IS NOT NULL AND gone_at > ? ORDER BY created_at, id`,
+        )
+        .raw(),
       dueDestruction: db.prepare(
         `SELECT DISTINCT key_id FROM kms_versions WHERE wrapped_material IS NOT NULL AND destroy_at IS NOT NULL
            AND destroy_at <= ? LIMIT ?`,
@@ -112,9 +131,15 @@ export class SqliteKmsStore implements KmsStore, MasterKeyStore {
     return this.readAggregate(keyId);
   }
 
+  // A page at an offset starts from the nearest position known before it: one an earlier page recorded
+  // (page-checkpoints.ts), or else the start of the bucket the offset falls in (bucketStart); OFFSET skips the rest.
   async listKeys(parentId: string, now: number, page: KeyPage) {
     const generation = this.checkpoints.generation;
-    const from = page.offset === 0 ? null : this.checkpoints.nearest(parentId, page.offset, now);
+    let from = page.offset === 0 ? null : this.checkpoints.nearest(parentId, page.offset, now);
+    if (page.offset > 0 && (from === null || page.offset - from.offset > BUCKET_KEYS)) {
+      const bucket = this.bucketStart(parentId, now, page.offset);
+      if (bucket !== null && (from === null || bucket.offset > from.offset)) from = bucket;
+    }
     // One row more than the page: the key at the next page's offset, recorded for it.
     const rows = (
       from === null
@@ -133,6 +158,30 @@ export class SqliteKmsStore implements KmsStore, MasterKeyStore {
         key.primaryVersionId === null ? undefined : (this.stmt.getVersion.get(key.id, key.primaryVersionId) as VersionRow | undefined);
       return { key, primary: primaryRow === undefined ? null : versionFromRow(primaryRow) };
     });
+  }
+
+  // Where the live key at `offset` is, to within a bucket (migration 8): the start of the bucket it is in and the
+  // offset of that bucket's first live key, from the buckets' counts of standing keys plus the keys with a goneAt
+  // still to come. Null when the namespace has one bucket or none: the walk from its start is as short.
+  private bucketStart(parentId: string, now: number, offset: number): { offset: number; key: KeyPosition } | null {
+    const buckets = this.stmt.buckets.all(parentId) as [number, string, number][];
+    if (buckets.length < 2) return null;
+    const scheduled = this.stmt.scheduled.all(parentId, now) as [number, string][];
+    let before = 0;
+    let s = 0;
+    for (let i = 0; i < buckets.length; i++) {
+      const [createdAt, id, standing] = buckets[i]!;
+      const next = buckets[i + 1];
+      let live = standing;
+      // The scheduled keys in this bucket: from its first position (no key is before the first bucket's) to the next's.
+      while (s < scheduled.length && (next === undefined || positionBefore(scheduled[s]!, next))) {
+        live++;
+        s++;
+      }
+      if (before + live > offset || next === undefined) return { offset: before, key: { createdAt, id } };
+      before += live;
+    }
+    return null;
   }
 
   mutateKey<T>(keyId: string, now: number, decide: (current: KeyAggregate) => KeyMutation<T>) {
