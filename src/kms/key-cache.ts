@@ -1,17 +1,11 @@
 import { CachedKey, CachedVersion } from "./cached-key.js";
 import type { KeyEntry } from "./cached-key.js";
 import type { MasterKey } from "./master-key.js";
-import { algorithms, versionStates } from "./model.js";
 import type { KeyAggregate } from "./model.js";
 import { PackedKeys } from "./packed-keys.js";
 
 // Most keys have no labels: they share one frozen empty list.
 const NO_LABELS = Object.freeze([]) as unknown as string[];
-
-// Strings read from storage are new strings for every row; the enumerations are kept as the one constant each.
-function interned<T extends string>(values: readonly T[], value: T): T {
-  return values.find((v) => v === value) ?? value;
-}
 
 // What Encrypt and Decrypt read instead of storage, and the key reads too. Every mutation of a key made in this
 // process replaces its entry with the state it just committed, so a disabled version stops working, and a read
@@ -84,8 +78,8 @@ export class KeyCache {
       return new CachedVersion(
         aggregate.key.id,
         v.id,
-        interned(versionStates, v.state),
-        interned(algorithms, v.algorithm),
+        v.state,
+        v.algorithm,
         v.createdAt,
         v.destroyAt,
         at === -1 ? null : v.wrappedMaterial,
@@ -103,7 +97,7 @@ export class KeyCache {
       labels: this.sharedLabels(k.labels),
       rotationPeriodMs: k.rotationPeriodMs,
       nextRotationAt: k.nextRotationAt,
-      defaultAlgorithm: interned(algorithms, k.defaultAlgorithm),
+      defaultAlgorithm: k.defaultAlgorithm,
       primaryVersionId: k.primaryVersionId,
       nextVersionId: k.nextVersionId,
       createdAt: k.createdAt,
