@@ -48,7 +48,7 @@ import { releaseUnreadBody } from "./transport/unread-body.js";
 import { applyHttp1Limits, closeWhenIdle, http1Options } from "./transport/connection-limits.js";
 import type { ConnectionLimits } from "./transport/connection-limits.js";
 import { FairTurns } from "./transport/fair-turns.js";
-import { limitRequestTime } from "./transport/request-timeout.js";
+import { RequestTimeouts } from "./transport/request-timeout.js";
 import { countPeerResets } from "./transport/reset-flood.js";
 import { createRestHandler } from "./transport/rest/rest-handler.js";
 import { createStaticFiles } from "./transport/static-files.js";
@@ -286,6 +286,7 @@ async function assemble(config: Config, logger: Logger, options: BuildOptions, c
   // Node's HTTP/2 compatibility layer turns every stream into request and response objects through its own
   // "stream" listener. gRPC unary streams are served before that, so they never pay for those objects; every
   // other stream goes on to Node's listener unchanged.
+  const requestTimeouts = new RequestTimeouts(config.requestTimeoutMs, turns);
   function serveGrpcUnaryFirst(server: http2.Http2Server | http2.Http2SecureServer): void {
     const compat = server.listeners("stream") as ((...args: unknown[]) => void)[];
     server.removeAllListeners("stream");
@@ -294,7 +295,7 @@ async function assemble(config: Config, logger: Logger, options: BuildOptions, c
       // Reset by the peer before Node announced it (rapid reset): nothing to serve.
       if (stream.destroyed) return;
       try {
-        if (!longLived.has(headers[":path"] ?? "")) limitRequestTime(stream, config.requestTimeoutMs, turns);
+        if (!longLived.has(headers[":path"] ?? "")) requestTimeouts.limit(stream);
         if (grpc?.tryServe(stream, headers) === true) {
           track(stream);
           return;

@@ -205,14 +205,26 @@ const bounded = new WeakMap<MessageLimits, boolean>();
 
 // Whether the message, or a message within it, has a field with a bound (a list, a map, a FieldMask). A message
 // without one can only go over MAX_EXTRA_VALUES, which takes a message of some size.
-export function holdsBounds(limits: MessageLimits, seen = new Set<MessageLimits>()): boolean {
+// Asked on every call: the answer is kept, and a set of the messages seen is made only for a walk.
+export function holdsBounds(limits: MessageLimits): boolean {
+  let known = bounded.get(limits);
+  if (known === undefined) {
+    // A walk from here reaches every message within this one, so its answer is whole even where a cycle cut it
+    // short below.
+    known = findBounds(limits, new Set());
+    bounded.set(limits, known);
+  }
+  return known;
+}
+
+function findBounds(limits: MessageLimits, seen: Set<MessageLimits>): boolean {
   const known = bounded.get(limits);
   if (known !== undefined) return known;
   if (seen.has(limits)) return false;
   seen.add(limits);
   let found = false;
   for (const limit of limits.byNumber.values()) {
-    if (limit.max > 0 || (limit.message !== null && holdsBounds(limit.message, seen))) {
+    if (limit.max > 0 || (limit.message !== null && findBounds(limit.message, seen))) {
       found = true;
       break;
     }
