@@ -70,7 +70,7 @@ function noAnswer(answer: Answer, sent: Sent): Verdict {
   if (answer.kind === "answer" || answer.kind === "not sent") return null;
   if (answer.kind === "reset" && sent.http2 && http2ForbidsHeaders(sent.headers) && answer.detail === "RST_STREAM 1") return null;
   if (answer.kind === "reset" && !sent.http2 && sent.bodyBytes > EARLY_ANSWER_BYTES && /EPIPE|ECONNRESET|other side closed/.test(answer.detail)) return null;
-  return answer.kind === "hung" ? "no answer within the call timeout (hang)" : `no answer: ${answer.detail}`;
+  return answer.kind === "hung" ? `no answer within the call timeout (hang: ${answer.detail})` : `no answer: ${answer.detail}`;
 }
 
 function errorInfoOf(details: readonly { typeUrl: string; value: Uint8Array }[]): ErrorInfo | undefined {

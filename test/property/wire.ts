@@ -10,8 +10,9 @@ export type Answer =
   | { kind: "answer"; status: number; headers: Headers1; trailers: Headers1; body: Buffer }
   // The stream or connection ended without response headers (an HTTP/2 reset, a socket closed).
   | { kind: "reset"; detail: string }
-  // No answer within the call timeout.
-  | { kind: "hung" }
+  // No answer within the call timeout: nothing at all, or a head whose body did not end (said in `detail`, so that
+  // a hang that does not recur says at least which side stopped).
+  | { kind: "hung"; detail: string }
   // The client itself would not send the request (a header or path it finds invalid); the server saw nothing.
   | { kind: "not sent"; detail: string };
 
@@ -69,7 +70,7 @@ export class H2Client {
       stream.on("error", () => {});
       stream.on("close", () => {
         clearTimeout(timer);
-        if (hung) resolve({ kind: "hung" });
+        if (hung) resolve({ kind: "hung", detail: hangDetail(response === null ? null : Number(response[":status"]), chunks) });
         else if (response === null) resolve({ kind: "reset", detail: `RST_STREAM ${stream.rstCode}` });
         else {
           const h = flatten(response);
@@ -108,17 +109,27 @@ export async function fetchAnswer(url: string, method: string, headers: Headers1
     return { kind: "not sent", detail: String(err) };
   }
   const signal = AbortSignal.timeout(timeoutMs);
+  let status: number | null = null;
+  const chunks: Buffer[] = [];
   try {
     const res = await fetch(request, { signal });
-    const bytes = Buffer.from(await res.arrayBuffer());
+    status = res.status;
+    // Read a chunk at a time, so that a hang in the body can say how much of it came.
+    if (res.body !== null) for await (const chunk of res.body) chunks.push(Buffer.from(chunk));
     const out: Headers1 = {};
     res.headers.forEach((value, name) => (out[name] = value));
-    return { kind: "answer", status: res.status, headers: out, trailers: {}, body: bytes };
+    return { kind: "answer", status: res.status, headers: out, trailers: {}, body: Buffer.concat(chunks) };
   } catch (err) {
-    if (signal.aborted) return { kind: "hung" };
+    if (signal.aborted) return { kind: "hung", detail: hangDetail(status, chunks) };
     const cause = (err as { cause?: { code?: string; message?: string } }).cause;
     return { kind: "reset", detail: `${String(err)}${cause === undefined ? "" : `: ${cause.code ?? ""} ${cause.message ?? ""}`}` };
   }
+}
+
+function hangDetail(status: number | null, chunks: readonly Buffer[]): string {
+  if (status === null) return "no response head";
+  const bytes = chunks.reduce((n, c) => n + c.length, 0);
+  return `HTTP ${status} came, then the body stopped after ${bytes} bytes`;
 }
 
 export function describeAnswer(answer: Answer): string {
