@@ -1,3 +1,4 @@
+import type http from "node:http";
 import type http2 from "node:http2";
 import type { NodeRequest, NodeResponse } from "./node-types.js";
 import { stopReading } from "./peer-gone.js";
@@ -10,20 +11,39 @@ export function releaseUnreadBody(req: NodeRequest, res: NodeResponse, maxBodyBy
 }
 
 // HTTP/1.1: a keep-alive client would send its next request after the unread bytes and the server would read
-// it as body: the call hangs, then fails. So such a response must say `Connection: close`. With a declared
-// Content-Length this is known up front; for a chunked body it is known only when the response head is
-// written, and Node has no event for that moment, hence the wrapped writeHead.
+// it as body: the call hangs, then fails. So a response to a body over the limit must say `Connection: close`.
+// With a declared Content-Length this is known up front; for a chunked body it is known only when the response
+// head is written, and Node has no event for that moment, hence the wrapped writeHead.
+// A body within the limit is read to its end and dropped once the answer is out instead, so that the connection
+// serves its next request. Node does that itself only for a body nobody started to read: one the handler stopped
+// reading partway (Connect refuses a gRPC-web message whose envelope declares more than the limit after its first
+// bytes) stayed unread, its socket stopped by backpressure, and the next request on the connection went
+// unanswered until the request timeout (408 after 30 s; found by the property runs, docs/robustness.md).
 function closeConnectionIfBodyUnread(req: NodeRequest, res: NodeResponse, maxBodyBytes: number): void {
-  if (Number(req.headers["content-length"]) > maxBodyBytes) {
+  const declared = req.headers["content-length"];
+  if (Number(declared) > maxBodyBytes) {
     res.setHeader("connection", "close");
     return;
   }
-  if (req.headers["transfer-encoding"] === undefined) return;
+  const chunked = req.headers["transfer-encoding"] !== undefined;
+  if (!chunked && (declared === undefined || Number(declared) === 0)) return;
+  (res as http.ServerResponse).once("finish", dropRestOfBody);
+  if (!chunked) return;
   const writeHead = res.writeHead;
   res.writeHead = function (this: NodeResponse, ...args: Parameters<NodeResponse["writeHead"]>) {
     if (!req.complete) this.setHeader("connection", "close");
     return writeHead.apply(this, args);
   } as NodeResponse["writeHead"];
+}
+
+// Whoever was reading has stopped (its listeners go, so that the request flows); what is left is read and
+// dropped. A response that said `Connection: close` ends with the connection, whose reading Node stops itself.
+function dropRestOfBody(this: http.ServerResponse): void {
+  const req = this.req;
+  if (req.readableEnded || req.destroyed || this.getHeader("connection") === "close") return;
+  req.removeAllListeners("readable");
+  req.removeAllListeners("data");
+  req.resume();
 }
 
 // HTTP/2: the stream stays open, its buffers full, for as long as the client goes on sending (each such stream

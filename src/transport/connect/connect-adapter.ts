@@ -1,3 +1,4 @@
+import type http from "node:http";
 import type { JsonReadOptions, JsonWriteOptions } from "@bufbuild/protobuf";
 import { Code, ConnectError, createConnectRouter, createContextValues } from "@connectrpc/connect";
 import type { ConnectRouter, ConnectRouterOptions } from "@connectrpc/connect";
@@ -72,7 +73,7 @@ export function createConnectAdapter(options: ConnectAdapterOptions): ConnectAda
       return;
     }
     // The body's failure reaches connect-node fairly too, through the counted body (counted-body.ts).
-    handler({ ...uReq, signal: fairSignal(uReq.signal, turns) })
+    handler({ ...uReq, body: bodyOf(req, uReq), signal: fairSignal(uReq.signal, turns) })
       .then(async (uRes) => {
         // The peer left while the call ran: nothing is written (each write to a gone response makes an error), and
         // the answer's iterator is closed so that connect-node's cleanup in it runs.
@@ -87,6 +88,17 @@ export function createConnectAdapter(options: ConnectAdapterOptions): ConnectAda
       });
   }
   return { handle, handlers };
+}
+
+// The request's body as connect-node reads it, but for HTTP/1.1 without destroying the request when Connect stops
+// reading partway (an envelope declaring more than the limit is refused after its first bytes), which is what the
+// async iterator of a Node stream does by default. A destroyed request that had not arrived whole kept its socket
+// stopped, and the next request on the keep-alive connection went unanswered until the request timeout; left
+// alive, the rest of its body is read and dropped once the answer is out (unread-body.ts). HTTP/2 resets such a
+// stream instead.
+function bodyOf(req: NodeRequest, uReq: UniversalServerRequest): UniversalServerRequest["body"] {
+  if (req.httpVersionMajor !== 1) return uReq.body;
+  return (req as http.IncomingMessage).iterator({ destroyOnReturn: false }) as AsyncIterable<Uint8Array>;
 }
 
 // The request's signal, aborted in a turn with room for it: a dropped connection aborts all its calls at once,
