@@ -6,7 +6,7 @@ import { stopReading } from "./peer-gone.js";
 // A request whose body the handler stopped reading (Connect refuses a message over its limit mid-body; REST
 // refuses a body over its limit) must not keep its connection or stream busy with the rest of that body.
 export function releaseUnreadBody(req: NodeRequest, res: NodeResponse, maxBodyBytes: number): void {
-  if (req.httpVersionMajor === 1) closeConnectionIfBodyUnread(req, res, maxBodyBytes);
+  if (req.httpVersionMajor === 1) releaseHttp1Body(req, res, maxBodyBytes);
   else resetStreamIfBodyUnread(req, res);
 }
 
@@ -19,15 +19,16 @@ export function releaseUnreadBody(req: NodeRequest, res: NodeResponse, maxBodyBy
 // reading partway (Connect refuses a gRPC-web message whose envelope declares more than the limit after its first
 // bytes) stayed unread, its socket stopped by backpressure, and the next request on the connection went
 // unanswered until the request timeout (408 after 30 s; found by the property runs, docs/robustness.md).
-function closeConnectionIfBodyUnread(req: NodeRequest, res: NodeResponse, maxBodyBytes: number): void {
+function releaseHttp1Body(req: NodeRequest, res: NodeResponse, maxBodyBytes: number): void {
   const declared = req.headers["content-length"];
   if (Number(declared) > maxBodyBytes) {
     res.setHeader("connection", "close");
     return;
   }
   const chunked = req.headers["transfer-encoding"] !== undefined;
-  if (!chunked && (declared === undefined || Number(declared) === 0)) return;
-  (res as http.ServerResponse).once("finish", dropRestOfBody);
+  if (!chunked && !(Number(declared) > 0)) return;
+  // `on`, not `once`: a response finishes once, and `once` would wrap the listener in a new function per call.
+  (res as http.ServerResponse).on("finish", dropRestOfBody);
   if (!chunked) return;
   const writeHead = res.writeHead;
   res.writeHead = function (this: NodeResponse, ...args: Parameters<NodeResponse["writeHead"]>) {
