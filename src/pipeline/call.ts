@@ -1,5 +1,5 @@
-import { randomUUID } from "node:crypto";
 import type { DescMethod, Message } from "@bufbuild/protobuf";
+import { newRequestId } from "../shared/request-ids.js";
 import type { MethodEntry } from "./method-table.js";
 
 // The protocol a call arrived on. Stages may read it (the log line, metrics); they never branch their decisions
@@ -36,7 +36,7 @@ const NO_CREDENTIALS: Credentials = { token: undefined, apiKey: undefined, works
 const CALLER_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export function requestIdOf(given: string | null | undefined): string {
-  return given !== null && given !== undefined && CALLER_REQUEST_ID.test(given) ? given : randomUUID();
+  return given !== null && given !== undefined && CALLER_REQUEST_ID.test(given) ? given : newRequestId();
 }
 
 // One call as the pipeline sees it, whatever protocol carried it. Adapters create it; stages read and fill it;
