@@ -14,10 +14,10 @@ import { WIRE_SLICE_BYTES, countWire, countWireInTurns } from "../limits/wire-co
 import { canRespond, respondIfPresent, stopReading } from "../peer-gone.js";
 import { grpcStatusHeaders } from "./grpc-status.js";
 
-// Writes a method's response as a whole gRPC frame (the 5-byte envelope and the message). A method may have its
-// own (Encrypt and Decrypt write their payload once, straight into the frame); every other method uses
-// `encodeFrame`.
-export type ResponseEncoder = (response: unknown) => Buffer;
+// Writes a method's response as a whole gRPC frame (the 5-byte envelope and the message), in one buffer or as a
+// head and a large payload written after it as they are. A method may have its own (Encrypt and Decrypt write their
+// payload once, straight into the frame or after its head); every other method uses `encodeFrame`.
+export type ResponseEncoder = (response: unknown) => Buffer | readonly [head: Buffer, payload: Uint8Array];
 
 const ENVELOPE_BYTES = 5;
 
@@ -216,7 +216,7 @@ export class GrpcUnaryAdapter {
 
   private succeed(stream: http2.ServerHttp2Stream, call: Call, response: unknown): void {
     const encode = this.encoders.get(call.entry);
-    let frame: Buffer;
+    let frame: Buffer | readonly [Buffer, Uint8Array];
     try {
       frame = encode === undefined ? encodeFrame(call.entry, response) : encode(response);
     } catch (thrown) {
@@ -227,7 +227,12 @@ export class GrpcUnaryAdapter {
     if (call.responseHeaders !== null) for (const [name, value] of call.responseHeaders) headers[name] = value;
     if (!respondIfPresent(stream, headers, { waitForTrailers: true })) return;
     stream.on("wantTrailers", onWantTrailers);
-    stream.end(frame);
+    if (Array.isArray(frame)) {
+      // Corked, so that both parts go down in one write (end uncorks).
+      stream.cork();
+      stream.write(frame[0]);
+      stream.end(frame[1]);
+    } else stream.end(frame);
   }
 
   private fail(stream: http2.ServerHttp2Stream, call: Call, thrown: unknown): void {
