@@ -242,7 +242,7 @@ function rowsOf(measured: Map<string, Measurement[]>): Row[] {
     for (const name of names) {
       const ms = measured.get(`${scenario.id}/${name}`)!;
       const reqPerS = rate(name);
-      const rounds = ms.map((m) => m.result.reqPerS);
+      const readings = ms.map((m) => m.result.reqPerS);
       const cpuPercent = median(ms.map((m) => m.cpuPercent));
       const row: Row = {
         scenario: scenario.id,
@@ -251,8 +251,8 @@ function rowsOf(measured: Map<string, Measurement[]>): Row[] {
         payload: scenario.payload,
         server: name,
         reqPerS,
-        rounds,
-        spreadPercent: ((Math.max(...rounds) - Math.min(...rounds)) / reqPerS) * 100,
+        readings,
+        spreadPercent: ((Math.max(...readings) - Math.min(...readings)) / reqPerS) * 100,
         ratios: Object.fromEntries(references.map((ref) => [ref, reqPerS / rate(ref)])),
         meanLatencyMs: median(ms.map((m) => m.result.meanLatencyMs)),
         cpuPercent,

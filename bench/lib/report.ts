@@ -10,8 +10,8 @@ export interface Row {
   payload: string;
   server: ServerName;
   reqPerS: number;
-  // Every round's req/s; reqPerS is their median, spreadPercent their range relative to it.
-  rounds: number[];
+  // The req/s of every window of every round; reqPerS is their median, spreadPercent their range relative to it.
+  readings: number[];
   spreadPercent: number;
   // This row's req/s over the req/s of each reference server of the same scenario (itself included: 1.00x).
   ratios: Partial<Record<ServerName, number>>;
@@ -65,7 +65,7 @@ export function resultsTable(rows: Row[], references: ServerName[]): string {
     r.method,
     r.payload,
     r.reqPerS.toFixed(0),
-    r.rounds.length > 1 ? `±${(r.spreadPercent / 2).toFixed(0)}%` : "",
+    r.readings.length > 1 ? `±${(r.spreadPercent / 2).toFixed(0)}%` : "",
     ...columns.map((c) => (r.ratios[c] === undefined ? "" : `${r.ratios[c].toFixed(2)}x`)),
     `${r.meanLatencyMs.toFixed(1)} ms`,
     `${r.cpuPercent.toFixed(0)}%`,
