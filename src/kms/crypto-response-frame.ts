@@ -9,6 +9,8 @@ import { ScalarType } from "@bufbuild/protobuf";
 // dropped. test/unit/crypto-response-frame.test.ts checks the bytes against protobuf-es's toBinary.
 
 const ENVELOPE_BYTES = 5;
+const WIRE_VARINT = 0;
+const WIRE_LENGTH_DELIMITED = 2;
 
 // From this payload size on, a frame is written as its head (the envelope and every byte of the message before the
 // payload) followed by the payload as it is, rather than copied into one buffer with it: allocating and copying
@@ -17,8 +19,6 @@ export const SEPARATE_PAYLOAD_BYTES = 16 * 1024;
 
 // A frame of a large payload: written head first, then the payload, with nothing between them.
 export type FrameParts = readonly [head: Buffer, payload: Uint8Array];
-const WIRE_VARINT = 0;
-const WIRE_LENGTH_DELIMITED = 2;
 
 export interface FrameLayout {
   readonly idTag: Buffer;
