@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -12,7 +12,8 @@ import { takeLock } from "./lib/lock.js";
 import type { LoadResult } from "./lib/h2load.js";
 import type { Body } from "./lib/payloads.js";
 import { cpuBusySeconds, cpuSeconds, peakRssBytes } from "./lib/proc.js";
-import { checkTarget, memoryTable, resultsTable } from "./lib/report.js";
+import { profileShares } from "./lib/profile-shares.js";
+import { checkTarget, memoryTable, profileTable, resultsTable } from "./lib/report.js";
 import type { Row, TargetCheck } from "./lib/report.js";
 import { allScenarios, label } from "./lib/scenarios.js";
 import type { Scenario, Subject } from "./lib/scenarios.js";
@@ -65,7 +66,8 @@ ${allScenarios.map((s) => `                     ${s.id.padEnd(20)} ${label(s)}: 
   --idle S         leave every server idle for S seconds before each measured run, after the load before it: how
                    a server does when traffic comes back after a pause (V8's memory reducer runs after ~15 s)
   --unpinned       do not pin the servers to CPU 0 and h2load to CPU 1
-  --cpu-prof       write a V8 CPU profile of every server to .bench/profiles/<server>-round<n>.cpuprofile
+  --cpu-prof       write a V8 CPU profile of every server to .bench/profiles/<server>-round<n>.cpuprofile, and
+                   print where each one's busy CPU went by area of the code (the stages, transport, kms, node, gc)
   --candidate PATH also measure another cloudplane entry point, e.g. a patched copy of src/main.js (path inside the
                    compiled tree), as the server "candidate", side by side with src/main.js
   --candidate-flags="FLAGS"
@@ -311,6 +313,8 @@ async function main(): Promise<number> {
   const profileDir = join(benchDir, "profiles");
   mkdirSync(bodiesDir, { recursive: true });
   mkdirSync(logsDir, { recursive: true });
+  // Only this run's profiles, for the table of their shares at the end.
+  if (flags["cpu-prof"]) rmSync(profileDir, { recursive: true, force: true });
   // `tag` names a batch's files apart from the server's main batch in the same round.
   const launchFor = (round: number, tag: string): LaunchOptions => ({
     root,
@@ -401,7 +405,13 @@ async function main(): Promise<number> {
   log("targets (req/s, medians of every window of every round):");
   for (const line of targetLines(rows, checks)) log(line);
   log(`targets: ${pass ? "PASS" : "FAIL"}`);
-  if (flags["cpu-prof"]) log(`CPU profiles in ${profileDir}/<server>-round<n>.cpuprofile (Chrome DevTools or speedscope)`);
+  if (flags["cpu-prof"]) {
+    const files = readdirSync(profileDir).filter((f) => f.endsWith(".cpuprofile")).sort();
+    log("");
+    log("where each profiled server's busy CPU went (self time by area of the code; bench/README.md):");
+    log(profileTable(files.map((f) => ({ name: f.replace(/\.cpuprofile$/, ""), ...profileShares(join(profileDir, f)) }))));
+    log(`CPU profiles in ${profileDir}/<server>-round<n>.cpuprofile (Chrome DevTools or speedscope)`);
+  }
 
   const report = {
     date: new Date().toISOString(),

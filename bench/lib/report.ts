@@ -1,7 +1,8 @@
+import { AREA_NAMES } from "./profile-shares.js";
 import type { Target } from "./scenarios.js";
 import type { ServerName } from "./servers.js";
 
-// The results table and the verdicts against the issue's targets.
+// The results table, the verdicts against the issue's targets, and where the profiled servers' time went.
 
 export interface Row {
   scenario: string;
@@ -79,4 +80,11 @@ export function resultsTable(rows: Row[], references: ServerName[]): string {
 export function memoryTable(peaks: { server: ServerName; peakRssBytes: number | null }[]): string {
   const mib = (b: number | null): string => (b === null ? "n/a" : `${(b / (1 << 20)).toFixed(0)} MiB`);
   return table(["server", "peak RSS (VmHWM)"], peaks.map((p) => [p.server, mib(p.peakRssBytes)]), new Set([1]));
+}
+
+// One row per CPU profile (--cpu-prof): the busy seconds it covers and the share of each area of the code.
+export function profileTable(profiles: { name: string; busyS: number; shares: Map<string, number> }[]): string {
+  const header = ["profile", "busy", ...AREA_NAMES];
+  const cells = profiles.map((p) => [p.name, `${p.busyS.toFixed(1)} s`, ...AREA_NAMES.map((a) => `${((p.shares.get(a) ?? 0) * 100).toFixed(1)}%`)]);
+  return table(header, cells, new Set(header.map((_, i) => i).filter((i) => i > 0)));
 }
