@@ -12,7 +12,7 @@ export interface StorageSettings {
 // embedded SQLite store of the data directory. The PostgreSQL store (and its driver) is loaded only when chosen:
 // loading it costs about a tenth of a second of every start on the embedded store (docs/performance.md).
 export async function openStorage(settings: StorageSettings, logger: Logger): Promise<Storage> {
-  if (settings.databaseUrl === "") return openSqliteStorage(settings.dataDir);
+  if (settings.databaseUrl === "") return openSqliteStorage(settings.dataDir, logger);
   const { openPostgresStorage } = await import("./postgres/postgres-storage.js");
   return openPostgresStorage({ url: settings.databaseUrl, poolSize: settings.databasePoolSize }, logger);
 }

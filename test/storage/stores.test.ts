@@ -55,7 +55,7 @@ const backends: Backend[] = [
     name: "sqlite",
     async open() {
       let dir = tempDir();
-      let storage = openSqliteStorage(dir.path);
+      let storage = openSqliteStorage(dir.path, logger);
       return {
         get storage() {
           return storage;
@@ -65,7 +65,7 @@ const backends: Backend[] = [
           await storage.close();
           dir.remove();
           dir = tempDir();
-          storage = openSqliteStorage(dir.path);
+          storage = openSqliteStorage(dir.path, logger);
         },
         async cleanup() {
           await storage.close();

@@ -13,7 +13,7 @@ const DATABASE_FILE = "cloudplane.db";
 // main file is created 0600 before SQLite opens it (an empty file is an empty database), and the other two follow.
 export function openDatabase(dataDir: string): Database.Database {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-  const path = join(dataDir, DATABASE_FILE);
+  const path = databasePath(dataDir);
   createPrivateFile(path);
   // Left behind by a crash of a version that did not restrict them; SQLite reuses them as they are.
   restrictToOwner(`${path}-wal`);
@@ -36,6 +36,10 @@ export function openDatabase(dataDir: string): Database.Database {
 
 export class DatabaseInUseError extends Error {}
 
+export function databasePath(dataDir: string): string {
+  return join(dataDir, DATABASE_FILE);
+}
+
 // Opens the existing database of the data directory for an operator command that must be its only user (the master
 // key re-wrap). The connection takes an exclusive lock on the file at its first access and keeps it until it is
 // closed (EXCLUSIVE locking mode, which in WAL mode also does without the shared-memory index). Every open connection
@@ -43,7 +47,7 @@ export class DatabaseInUseError extends Error {}
 // server started meanwhile waits its busy timeout and fails to start. The lock is the kernel's: a command killed with
 // SIGKILL leaves none behind.
 export function openDatabaseExclusively(dataDir: string): Database.Database {
-  const path = join(dataDir, DATABASE_FILE);
+  const path = databasePath(dataDir);
   if (!existsSync(path)) throw new Error(`${path} does not exist: ${dataDir} is not a data directory of cloudplane`);
   restrictToOwner(path);
   restrictToOwner(`${path}-wal`);
@@ -74,7 +78,7 @@ function configure(db: Database.Database): void {
 // A second connection to a database openDatabase has opened, for the audit trail (sqlite-audit-store.ts explains
 // its synchronous=NORMAL).
 export function openAuditConnection(dataDir: string): Database.Database {
-  const db = new Database(join(dataDir, DATABASE_FILE), { fileMustExist: true });
+  const db = new Database(databasePath(dataDir), { fileMustExist: true });
   db.pragma("journal_mode = WAL");
   db.pragma("synchronous = NORMAL");
   db.pragma("busy_timeout = 5000");

@@ -1,19 +1,22 @@
+import type { Logger } from "pino";
 import type { ChangeListener, Storage } from "../storage.js";
-import { openAuditConnection, openDatabase } from "./database.js";
+import { databasePath, openAuditConnection, openDatabase } from "./database.js";
 import { SqliteAuditStore } from "./sqlite-audit-store.js";
 import { SqliteComputeStore } from "./sqlite-compute-store.js";
 import { SqliteIdentityStore } from "./sqlite-identity-store.js";
 import { SqliteKmsStore } from "./sqlite-kms-store.js";
 import { SqliteNodeLedger } from "./sqlite-node-ledger.js";
 import { SqliteVAppStore } from "./sqlite-vapp-store.js";
+import { WalCheckpoints } from "./wal-checkpoints.js";
 
 // The embedded store of one data directory. One server uses it: its own writes update its caches directly, and an
 // operator command's access changes are seen through the access generation (access-watcher.ts), so there is no
 // change feed. Start-up is exclusive already: the data directory belongs to one server.
-export function openSqliteStorage(dataDir: string): Storage {
+export function openSqliteStorage(dataDir: string, logger: Logger): Storage {
   const db = openDatabase(dataDir);
   // The audit trail writes through a connection of its own (sqlite-audit-store.ts says why).
   const auditDb = openAuditConnection(dataDir);
+  const checkpoints = new WalCheckpoints(databasePath(dataDir), [db, auditDb], logger);
   return {
     kind: "sqlite",
     kms: new SqliteKmsStore(db),
@@ -25,6 +28,7 @@ export function openSqliteStorage(dataDir: string): Storage {
     exclusively: (steps) => steps(),
     watch: async (_listener: ChangeListener) => {},
     async close() {
+      await checkpoints.close();
       auditDb.close();
       db.close();
     },

@@ -1,0 +1,59 @@
+import { createRequire } from "node:module";
+import { Worker } from "node:worker_threads";
+import type Database from "better-sqlite3";
+import type { Logger } from "pino";
+
+// SQLite's default: the commit that takes the write-ahead log past this many pages checkpoints it, inside the commit.
+const SQLITE_AUTOCHECKPOINT_PAGES = 1000;
+
+// How often the worker checkpoints: a second of a steady Encrypt load adds a few hundred pages of audit trail.
+export const CHECKPOINT_INTERVAL_MS = 1000;
+
+// The worker's whole program, run as a CommonJS script (`eval`), so that it is the same plain JavaScript whether the
+// server runs from dist/ or from src/ under tsx or vitest, which have no file to hand a worker. It opens its own
+// connection and checkpoints in PASSIVE mode, which never waits for the server's connections and copies what
+// they are not reading. synchronous=FULL: the database file is synced before the log is reused.
+const WORKER_SOURCE = `
+const { parentPort, workerData } = require("node:worker_threads");
+const Database = require(workerData.driver);
+const db = new Database(workerData.path, { fileMustExist: true });
+db.pragma("synchronous = FULL");
+const timer = setInterval(() => db.pragma("wal_checkpoint(PASSIVE)"), workerData.intervalMs);
+parentPort.on("message", () => {
+  clearInterval(timer);
+  db.close();
+  parentPort.close();
+});
+`;
+
+// Checkpoints the write-ahead log of the embedded database from a worker thread, so that the server's own
+// connections never do: SQLite otherwise runs a checkpoint inside whichever commit fills the log past 1,000 pages,
+// and under a steady load of audited calls those commits held the event loop for 5-19 ms each (docs/storage.md).
+// The connections' automatic checkpoints are turned off while the worker runs, and back on if it fails, so that the
+// log never grows without bound.
+export class WalCheckpoints {
+  readonly #worker: Worker;
+  readonly #exited: Promise<void>;
+
+  constructor(path: string, connections: readonly Database.Database[], logger: Logger, intervalMs = CHECKPOINT_INTERVAL_MS) {
+    for (const db of connections) db.pragma("wal_autocheckpoint = 0");
+    const driver = createRequire(import.meta.url).resolve("better-sqlite3");
+    this.#worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { driver, path, intervalMs } });
+    // A server that is not closed (a test's) must still be able to exit.
+    this.#worker.unref();
+    this.#worker.on("error", (err) => {
+      logger.error({ err }, "the WAL checkpoint worker failed; the database's connections checkpoint it themselves again");
+      for (const db of connections) if (db.open) db.pragma(`wal_autocheckpoint = ${SQLITE_AUTOCHECKPOINT_PAGES}`);
+    });
+    this.#exited = new Promise((resolve) => this.#worker.once("exit", () => resolve()));
+  }
+
+  // Stops the worker after the checkpoint it may be running; the server's last connection to close then checkpoints
+  // what is left and removes the log, as SQLite does.
+  async close(): Promise<void> {
+    // Referenced again, so that the process waits for the worker rather than ending with nothing else to do.
+    this.#worker.ref();
+    this.#worker.postMessage("close");
+    await this.#exited;
+  }
+}

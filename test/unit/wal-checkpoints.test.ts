@@ -1,0 +1,78 @@
+import { statSync } from "node:fs";
+import { join } from "node:path";
+import { PassThrough } from "node:stream";
+import type Database from "better-sqlite3";
+import { afterEach, describe, expect, it } from "vitest";
+import { createLogger } from "../../src/logger.js";
+import { databasePath, openDatabase } from "../../src/storage/sqlite/database.js";
+import { WalCheckpoints } from "../../src/storage/sqlite/wal-checkpoints.js";
+import { tempDir } from "../support/temp-dir.js";
+
+const PAGE_BYTES = 4096;
+const ROWS = 3000;
+
+function autocheckpointPages(db: Database.Database): number {
+  return db.pragma("wal_autocheckpoint", { simple: true }) as number;
+}
+
+function logLines(): { logger: ReturnType<typeof createLogger>; lines: () => { level: number; msg: string }[] } {
+  const sink = new PassThrough();
+  const chunks: string[] = [];
+  sink.on("data", (chunk: Buffer) => chunks.push(chunk.toString()));
+  const logger = createLogger("info", sink);
+  return {
+    logger,
+    lines: () =>
+      chunks
+        .join("")
+        .split("\n")
+        .filter((l) => l !== "")
+        .map((l) => JSON.parse(l) as { level: number; msg: string }),
+  };
+}
+
+describe("WalCheckpoints", () => {
+  const dir = tempDir();
+  let db: Database.Database | null = null;
+  let checkpoints: WalCheckpoints | null = null;
+
+  afterEach(async () => {
+    await checkpoints?.close();
+    db?.close();
+    checkpoints = null;
+    db = null;
+  });
+
+  it("turns the connections' own checkpoints off and keeps the log small from its worker", async () => {
+    db = openDatabase(join(dir.path, "working"));
+    const path = databasePath(join(dir.path, "working"));
+    checkpoints = new WalCheckpoints(path, [db], createLogger("silent"), 20);
+    expect(autocheckpointPages(db)).toBe(0);
+
+    db.exec("CREATE TABLE filler (page BLOB NOT NULL)");
+    const insert = db.prepare("INSERT INTO filler (page) VALUES (?)");
+    const page = Buffer.alloc(PAGE_BYTES - 100, 7);
+    // A page a commit, with pauses in which the worker can checkpoint, as between the turns of a busy server.
+    for (let i = 0; i < ROWS; i++) {
+      insert.run(page);
+      if (i % 100 === 99) await new Promise((resolve) => setTimeout(resolve, 30));
+    }
+
+    // Nobody checkpointed inside a commit (automatic checkpoints are off): without the worker the log would hold
+    // every one of the 3,000 pages; SQLite's own checkpoints would have let it reach 1,000.
+    const walBytes = statSync(`${path}-wal`).size;
+    expect(walBytes).toBeLessThan(1000 * PAGE_BYTES);
+    expect(db.prepare("SELECT count(*) AS n FROM filler").get()).toEqual({ n: ROWS });
+  });
+
+  it("gives the connections their own checkpoints back, and says so, when the worker fails", async () => {
+    db = openDatabase(join(dir.path, "failing"));
+    const { logger, lines } = logLines();
+    // The worker cannot open a database that does not exist.
+    checkpoints = new WalCheckpoints(join(dir.path, "missing", "cloudplane.db"), [db], logger, 20);
+    await expect.poll(() => autocheckpointPages(db!)).toBe(1000);
+    expect(lines()).toContainEqual(
+      expect.objectContaining({ level: 50, msg: "the WAL checkpoint worker failed; the database's connections checkpoint it themselves again" }),
+    );
+  });
+});
