@@ -1,5 +1,6 @@
 import type { DescField, DescMessage } from "@bufbuild/protobuf";
 import { ScalarType } from "@bufbuild/protobuf";
+import type { FrameParts } from "../transport/grpc/grpc-unary-adapter.js";
 
 // EncryptResponse and DecryptResponse are an id (string), a version number (int32) and a payload (bytes:
 // ciphertext or plaintext) that can be 4 MiB. The gRPC adapter writes them and their 5-byte gRPC envelope into
@@ -16,9 +17,6 @@ const WIRE_LENGTH_DELIMITED = 2;
 // payload) followed by the payload as it is, rather than copied into one buffer with it: allocating and copying
 // 64 KiB took 3-4% of a 64 KiB Encrypt (bench/README.md). Below it, one buffer costs less than a second write.
 export const SEPARATE_PAYLOAD_BYTES = 16 * 1024;
-
-// A frame of a large payload: written head first, then the payload, with nothing between them.
-export type FrameParts = readonly [head: Buffer, payload: Uint8Array];
 
 export interface FrameLayout {
   readonly idTag: Buffer;

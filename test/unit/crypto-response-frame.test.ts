@@ -2,7 +2,7 @@ import { create, toBinary } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
 import { DecryptResponseSchema, EncryptRequestSchema, EncryptResponseSchema } from "../../gen/kms/v1/kms_pb.js";
 import { SEPARATE_PAYLOAD_BYTES, frameLayout, frameResponse } from "../../src/kms/crypto-response-frame.js";
-import type { FrameParts } from "../../src/kms/crypto-response-frame.js";
+import type { FrameParts } from "../../src/transport/grpc/grpc-unary-adapter.js";
 
 // The bytes a caller receives: the frame, or its head and then its payload.
 function whole(frame: Buffer | FrameParts): Buffer {

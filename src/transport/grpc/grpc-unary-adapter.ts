@@ -17,7 +17,10 @@ import { grpcStatusHeaders } from "./grpc-status.js";
 // Writes a method's response as a whole gRPC frame (the 5-byte envelope and the message), in one buffer or as a
 // head and a large payload written after it as they are. A method may have its own (Encrypt and Decrypt write their
 // payload once, straight into the frame or after its head); every other method uses `encodeFrame`.
-export type ResponseEncoder = (response: unknown) => Buffer | readonly [head: Buffer, payload: Uint8Array];
+export type ResponseEncoder = (response: unknown) => Buffer | FrameParts;
+
+// A frame of a large payload: written head first, then the payload, with nothing between them.
+export type FrameParts = readonly [head: Buffer, payload: Uint8Array];
 
 const ENVELOPE_BYTES = 5;
 
@@ -216,7 +219,7 @@ export class GrpcUnaryAdapter {
 
   private succeed(stream: http2.ServerHttp2Stream, call: Call, response: unknown): void {
     const encode = this.encoders.get(call.entry);
-    let frame: Buffer | readonly [Buffer, Uint8Array];
+    let frame: Buffer | FrameParts;
     try {
       frame = encode === undefined ? encodeFrame(call.entry, response) : encode(response);
     } catch (thrown) {
