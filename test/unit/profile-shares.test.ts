@@ -1,8 +1,12 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
-import os from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { AREA_NAMES, profileShares } from "../../bench/lib/profile-shares.js";
+import { tempDir } from "../support/temp-dir.js";
+
+const dir = tempDir("profile-shares-");
+afterAll(() => dir.remove());
+let files = 0;
 
 // A profile of the shape `node --cpu-prof` writes: nodes with their call frames, the node of every sample and the
 // microseconds before it.
@@ -10,7 +14,7 @@ function profileFile(frames: [functionName: string, url: string, us: number][]):
   const nodes = frames.map(([functionName, url], i) => ({ id: i + 1, callFrame: { functionName, url, scriptId: "0", lineNumber: 0, columnNumber: 0 } }));
   const samples = frames.map((_, i) => i + 1);
   const timeDeltas = frames.map(([, , us]) => us);
-  const file = join(mkdtempSync(join(os.tmpdir(), "profile-shares-")), "server.cpuprofile");
+  const file = join(dir.path, `server-${files++}.cpuprofile`);
   writeFileSync(file, JSON.stringify({ nodes, startTime: 0, endTime: 0, samples, timeDeltas }));
   return file;
 }
@@ -60,7 +64,7 @@ describe("profileShares", () => {
   });
 
   it("adds up every sample of a node, and reads an empty profile as no time at all", () => {
-    const file = join(mkdtempSync(join(os.tmpdir(), "profile-shares-")), "repeated.cpuprofile");
+    const file = join(dir.path, "repeated.cpuprofile");
     const nodes = [
       { id: 1, callFrame: { functionName: "sealInto", url: `${BUILD}/kms/ciphertext.js` } },
       { id: 2, callFrame: { functionName: "(idle)", url: "" } },

@@ -2,7 +2,7 @@ import { statSync } from "node:fs";
 import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import type Database from "better-sqlite3";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { createLogger } from "../../src/logger.js";
 import { databasePath, openDatabase } from "../../src/storage/sqlite/database.js";
 import { WalCheckpoints } from "../../src/storage/sqlite/wal-checkpoints.js";
@@ -42,6 +42,7 @@ describe("WalCheckpoints", () => {
     checkpoints = null;
     db = null;
   });
+  afterAll(() => dir.remove());
 
   it("turns the connections' own checkpoints off and keeps the log small from its worker", async () => {
     db = openDatabase(join(dir.path, "working"));

@@ -3,9 +3,6 @@ import { Worker } from "node:worker_threads";
 import type Database from "better-sqlite3";
 import type { Logger } from "pino";
 
-// SQLite's default: the commit that takes the write-ahead log past this many pages checkpoints it, inside the commit.
-const SQLITE_AUTOCHECKPOINT_PAGES = 1000;
-
 // How often the worker checkpoints: a second of a steady Encrypt load adds a few hundred pages of audit trail.
 export const CHECKPOINT_INTERVAL_MS = 1000;
 
@@ -36,6 +33,9 @@ export class WalCheckpoints {
   readonly #exited: Promise<void>;
 
   constructor(path: string, connections: readonly Database.Database[], logger: Logger, intervalMs = CHECKPOINT_INTERVAL_MS) {
+    // What each connection had (SQLite's default: a checkpoint inside the commit that takes the log past 1,000
+    // pages), given back if the worker fails.
+    const own = connections.map((db) => db.pragma("wal_autocheckpoint", { simple: true }) as number);
     for (const db of connections) db.pragma("wal_autocheckpoint = 0");
     const driver = createRequire(import.meta.url).resolve("better-sqlite3");
     this.#worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { driver, path, intervalMs } });
@@ -43,7 +43,9 @@ export class WalCheckpoints {
     this.#worker.unref();
     this.#worker.on("error", (err) => {
       logger.error({ err }, "the WAL checkpoint worker failed; the database's connections checkpoint it themselves again");
-      for (const db of connections) if (db.open) db.pragma(`wal_autocheckpoint = ${SQLITE_AUTOCHECKPOINT_PAGES}`);
+      connections.forEach((db, i) => {
+        if (db.open) db.pragma(`wal_autocheckpoint = ${own[i]!}`);
+      });
     });
     this.#exited = new Promise((resolve) => this.#worker.once("exit", () => resolve()));
   }
