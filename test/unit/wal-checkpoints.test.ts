@@ -10,6 +10,7 @@ import { tempDir } from "../support/temp-dir.js";
 
 const PAGE_BYTES = 4096;
 const ROWS = 3000;
+const STEADY_ROWS = 20_000;
 
 function autocheckpointPages(db: Database.Database): number {
   return db.pragma("wal_autocheckpoint", { simple: true }) as number;
@@ -64,6 +65,26 @@ describe("WalCheckpoints", () => {
     const walBytes = statSync(`${path}-wal`).size;
     expect(walBytes).toBeLessThan(1000 * PAGE_BYTES);
     expect(db.prepare("SELECT count(*) AS n FROM filler").get()).toEqual({ n: ROWS });
+  });
+
+  it("lets the log start over under commits that never pause", async () => {
+    db = openDatabase(join(dir.path, "steady"));
+    const path = databasePath(join(dir.path, "steady"));
+    checkpoints = new WalCheckpoints(path, [db], createLogger("silent"), 20);
+
+    db.exec("CREATE TABLE filler (page BLOB NOT NULL)");
+    const insert = db.prepare("INSERT INTO filler (page) VALUES (?)");
+    const page = Buffer.alloc(PAGE_BYTES - 100, 7);
+    // A page a commit, a few commits a turn of the event loop, as under a steady load: some commit always lands
+    // while the worker's checkpoint runs, so the worker alone never finishes one, and SQLite starts the log over only
+    // after a finished one. Without that the log held all 20,000 pages.
+    for (let i = 0; i < STEADY_ROWS; i++) {
+      insert.run(page);
+      if (i % 20 === 19) await new Promise((resolve) => setImmediate(resolve));
+    }
+
+    expect(statSync(`${path}-wal`).size).toBeLessThan(STEADY_ROWS * PAGE_BYTES / 4);
+    expect(db.prepare("SELECT count(*) AS n FROM filler").get()).toEqual({ n: STEADY_ROWS });
   });
 
   it("gives the connections their own checkpoints back, and says so, when the worker fails", async () => {
