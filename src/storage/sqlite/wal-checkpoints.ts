@@ -3,7 +3,7 @@ import { Worker } from "node:worker_threads";
 import type Database from "better-sqlite3";
 import type { Logger } from "pino";
 
-// How often the worker checkpoints: a second of a steady Encrypt load adds a few hundred pages of audit trail.
+// How often the worker checkpoints: a second of a steady Encrypt load adds about a thousand pages of audit trail.
 export const CHECKPOINT_INTERVAL_MS = 1000;
 
 // The worker's whole program, run as a CommonJS script (`eval`), so that it is the same plain JavaScript whether the
@@ -49,7 +49,7 @@ parentPort.on("message", () => {
 // and every commit slower as it grew. So the worker's checkpoints copy the bulk of the log, and then the server
 // copies the few pages committed meanwhile with a checkpoint of its own, on its own thread, where no commit can come
 // between that checkpoint and the next write. Under a steady Encrypt load that takes the event loop 0.04-0.5 ms
-// once per interval (1.5-3 ms when the worker made one pass only; docs/storage.md).
+// once per interval (1.4-3 ms when the worker made one pass only; docs/storage.md).
 export class WalCheckpoints {
   readonly #worker: Worker;
   readonly #exited: Promise<void>;
