@@ -24,7 +24,8 @@ const specs = {
   logLevel: { flag: "log-level", env: "LOG_LEVEL", description: "trace, debug, info, warn, error or fatal", default: "info" },
   destroyGraceSeconds: { flag: "destroy-grace-seconds", env: "DESTROY_GRACE_SECONDS", description: "time between destroying a key version and erasing its material", default: String(30 * 24 * 3600) },
   minRotationSeconds: { flag: "min-rotation-seconds", env: "MIN_ROTATION_SECONDS", description: "shortest rotation period a key may have", default: String(24 * 3600) },
-  sweepIntervalSeconds: { flag: "sweep-interval-seconds", env: "SWEEP_INTERVAL_SECONDS", description: "how often due destructions and rotations are carried out", default: "10" },
+  sweepIntervalSeconds: { flag: "sweep-interval-seconds", env: "SWEEP_INTERVAL_SECONDS", description: "how often due destructions and rotations are carried out, and audit records past their retention deleted", default: "10" },
+  auditRetentionSeconds: { flag: "audit-retention-seconds", env: "AUDIT_RETENTION_SECONDS", description: "how long audit records are kept: older ones are deleted at start and at every --sweep-interval-seconds; 0 keeps them forever (the trail then grows by about 60 bytes a call until the operator deletes with cloudplane-admin audit prune)", default: String(90 * 24 * 3600) },
   keyCacheSize: { flag: "key-cache-size", env: "KEY_CACHE_SIZE", description: "keys kept in memory, with their unwrapped material and metadata", default: "100000" },
   shutdownTimeoutSeconds: { flag: "shutdown-timeout-seconds", env: "SHUTDOWN_TIMEOUT_SECONDS", description: "how long SIGTERM waits for in-flight calls", default: "30" },
   corsAllowedOrigins: { flag: "cors-allowed-origins", env: "CORS_ALLOWED_ORIGINS", description: "comma-separated browser origins (scheme://host:port) whose pages may call the API, e.g. the web console's; none by default, so no other site's page can use a browser's access", default: "" },
@@ -67,6 +68,7 @@ export interface Config {
   destroyGraceMs: number;
   minRotationMs: number;
   sweepIntervalMs: number;
+  auditRetentionMs: number;
   keyCacheSize: number;
   shutdownTimeoutMs: number;
   corsAllowedOrigins: string[];
@@ -181,6 +183,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config | "he
     destroyGraceMs: integer("destroyGraceSeconds", raw("destroyGraceSeconds"), 0, 10 * 365 * 24 * 3600) * 1000,
     minRotationMs: integer("minRotationSeconds", raw("minRotationSeconds"), 1, 100 * 365 * 24 * 3600) * 1000,
     sweepIntervalMs: integer("sweepIntervalSeconds", raw("sweepIntervalSeconds"), 1, 24 * 3600) * 1000,
+    auditRetentionMs: integer("auditRetentionSeconds", raw("auditRetentionSeconds"), 0, 100 * 365 * 24 * 3600) * 1000,
     keyCacheSize: integer("keyCacheSize", raw("keyCacheSize"), 1, 100_000_000),
     shutdownTimeoutMs: integer("shutdownTimeoutSeconds", raw("shutdownTimeoutSeconds"), 0, 3600) * 1000,
     corsAllowedOrigins: raw("corsAllowedOrigins").split(",").map((o) => o.trim()).filter((o) => o !== ""),

@@ -32,6 +32,7 @@ import type { Storage } from "./storage/storage.js";
 import { systemClock } from "./shared/clock.js";
 import { AccessPolicy } from "./identity/access-policy.js";
 import { AccessWatcher } from "./identity/access-watcher.js";
+import { AuditRetention } from "./identity/audit-retention.js";
 import { AuditTrail } from "./identity/audit-trail.js";
 import { createAuthService } from "./identity/auth-service.js";
 import { Authenticator } from "./identity/authenticator.js";
@@ -132,6 +133,7 @@ async function assemble(config: Config, logger: Logger, options: BuildOptions, c
   const identity = new IdentityAdmin(identityStore, clock, () => accessWatcher.dropCaches());
   await storage.exclusively(() => bootstrapAdmin(identity, config.dataDir, logger));
   const audit = new AuditTrail(storage.audit, logger);
+  const auditRetention = new AuditRetention(storage.audit, clock, config.auditRetentionMs, config.sweepIntervalMs, logger);
   // Other servers' changes on a shared store: the caches follow them (storage.ts).
   await storage.watch({
     keyChanged: (keyId) => keyCache.evict(keyId),
@@ -366,6 +368,7 @@ async function assemble(config: Config, logger: Logger, options: BuildOptions, c
         server.listen(config.port, config.host, () => {
           server.off("error", reject);
           sweeper.start();
+          auditRetention.start();
           compute.start();
           accessWatcher.start();
           const address = server.address();
@@ -398,6 +401,7 @@ async function assemble(config: Config, logger: Logger, options: BuildOptions, c
       // Calls answered during the drain wait for their records; whatever is left is stored now.
       await audit.flush();
       await sweeper.stop();
+      await auditRetention.stop();
       await computeStopped;
       await limiter.close();
       await storage.close();

@@ -1,9 +1,11 @@
 import { parseArgs } from "node:util";
 import { AdminError } from "../identity/identity-admin.js";
 import type { IdentityAdmin } from "../identity/identity-admin.js";
+import { pruneAuditTrail } from "../identity/audit-retention.js";
 import type { AuditRecord } from "../identity/identity-model.js";
 import { roleDescriptions, roleNames } from "../identity/roles.js";
 import { formatScope, scopeKinds } from "../identity/scopes.js";
+import type { Clock } from "../shared/clock.js";
 import type { AuditStore } from "../storage/identity-store.js";
 
 export const adminHelp = `Usage: cloudplane-admin [--data-dir DIR] [--json] <command> [arguments]
@@ -23,6 +25,8 @@ server runs: a change takes effect within a second.
   grants remove GRANT_ID                         remove a grant
   audit [--since T] [--until T] [--principal ACCOUNT] [--resource R] [--limit N]
                                                  print audit records, oldest first (T: ISO 8601 time)
+  audit prune --before T                         delete the audit records older than T for good (the server itself
+                                                 deletes those older than AUDIT_RETENTION_SECONDS, 90 days by default)
 
 ACCOUNT is an account's name or principal id. Roles: ${roleNames.join(", ")}.
 SCOPE is "*" (everything), "<kind>:*" or "<kind>:<id>", kind one of ${scopeKinds.join(", ")};
@@ -34,6 +38,7 @@ export class UsageError extends Error {}
 export interface AdminContext {
   admin: IdentityAdmin;
   audit: AuditStore;
+  clock: Clock;
   print(line: string): void;
 }
 
@@ -65,6 +70,7 @@ export async function runAdminCommand(argv: string[], ctx: AdminContext): Promis
       workspace: { type: "string" },
       since: { type: "string" },
       until: { type: "string" },
+      before: { type: "string" },
       principal: { type: "string" },
       resource: { type: "string" },
       limit: { type: "string" },
@@ -169,6 +175,16 @@ export async function runAdminCommand(argv: string[], ctx: AdminContext): Promis
         limit,
       });
       for (const r of records) out(auditLine(r), { ...r, at: iso(r.at) });
+      return;
+    }
+    case "audit prune": {
+      const before = time(values.before, "--before");
+      if (before === undefined) throw new UsageError("audit prune needs --before T, the time before which records are deleted");
+      // A time to come is a typo (a year off): the records of calls not yet made cannot be meant.
+      if (before > ctx.clock.now()) throw new UsageError(`--before must not be later than now, got ${iso(before)}`);
+      const batches = await pruneAuditTrail(ctx.audit, before);
+      // The trail is stored a batch of calls to a row (audit-batch.ts); counting records would mean decoding them all.
+      out(`deleted the audit records before ${iso(before)}: ${batches} stored batch(es) of records`, { before: iso(before), batches });
       return;
     }
     default:

@@ -54,4 +54,7 @@ export interface AuditStore {
   // Stores the records in one transaction; throws when they could not be stored (the calls then fail).
   append(records: readonly AuditRecord[]): Promise<void>;
   query(filter: AuditFilter): Promise<AuditRecord[]>;
+  // Deletes up to `limit` of the oldest batches whose every record is older than `before` (ms since the epoch);
+  // returns how many it deleted, so that a caller deletes a long trail a bounded piece at a time.
+  prune(before: number, limit: number): Promise<number>;
 }

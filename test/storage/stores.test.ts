@@ -628,6 +628,24 @@ describe.each(backends)("$name store", (backend) => {
       await storage.audit.append(Array.from({ length: 2500 }, (_, i) => audit(T + i)));
       expect((await storage.audit.query({ limit: 5000 })).length).toBe(2500);
     });
+
+    it("prunes only batches whose every record is older than the time, oldest first, at most the limit", async () => {
+      await storage.audit.append([audit(T), audit(T + 1)]);
+      await storage.audit.append([audit(T + 2), audit(T + 3)]);
+      // Newer by its latest record only: it must stay whole until its latest record is old enough.
+      await storage.audit.append([audit(T + 4), audit(T + 10)]);
+      await storage.audit.append([audit(T + 20)]);
+      expect(await storage.audit.prune(T, 10)).toBe(0);
+      expect(await storage.audit.prune(T + 10, 1)).toBe(1);
+      expect((await storage.audit.query({ limit: 10 })).map((r) => r.at)).toEqual([T + 2, T + 3, T + 4, T + 10, T + 20]);
+      expect(await storage.audit.prune(T + 10, 10)).toBe(1);
+      expect((await storage.audit.query({ limit: 10 })).map((r) => r.at)).toEqual([T + 4, T + 10, T + 20]);
+      expect(await storage.audit.prune(T + 11, 10)).toBe(1);
+      expect(await storage.audit.query({ limit: 10 })).toEqual([audit(T + 20)]);
+      // What remains is still appended to and read as before.
+      await storage.audit.append([audit(T + 30)]);
+      expect((await storage.audit.query({ since: T + 15, limit: 10 })).map((r) => r.at)).toEqual([T + 20, T + 30]);
+    });
   });
 
   describe("Storage", () => {

@@ -23,7 +23,7 @@ export function methodTableOf(services: DescService[], handlers: Record<string, 
 // The pipeline's stages for tests that build a server of their own without a store: every stage but the access
 // checks (PIPELINE_STAGES=no-access), with the audit trail kept in `records`, and no service rate-limited.
 export function stagesWithoutAccess(logger: Logger, records: AuditRecord[] = []): Stage[] {
-  const audit = new AuditTrail({ append: async (batch) => void records.push(...batch), query: async () => [] }, logger);
+  const audit = new AuditTrail({ append: async (batch) => void records.push(...batch), query: async () => [], prune: async () => 0 }, logger);
   const limits = { GET: { perMinute: 1, perDay: 1 }, POST: { perMinute: 1, perDay: 1 } };
   const rateLimits = { limiter: new MemoryRateLimiter(limits), limits, services: [], onStoreFailure: "open" as const };
   return pipelineStages({ logger, clock: systemClock, maxCallMs: 60_000, mode: "no-access", access: null, audit, metrics: null, rateLimits, extra: [] });

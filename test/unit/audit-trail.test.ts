@@ -29,6 +29,10 @@ function memoryStore(failing: readonly number[] = []): AuditStore & { batches: A
     query() {
       return Promise.resolve(batches.flat());
     },
+    // The trail never prunes; audit-retention.test.ts tests pruning on the real stores.
+    prune() {
+      return Promise.resolve(0);
+    },
   };
 }
 

@@ -35,4 +35,12 @@ export class PostgresAuditStore implements AuditStore {
     }
     return found;
   }
+
+  async prune(before: number, limit: number): Promise<number> {
+    const result = await this.pool.query(
+      "DELETE FROM audit_batches WHERE seq IN (SELECT seq FROM audit_batches WHERE last_at < $1 ORDER BY last_at LIMIT $2)",
+      [before, limit],
+    );
+    return result.rowCount ?? 0;
+  }
 }

@@ -11,9 +11,14 @@ import type { AuditStore } from "../identity-store.js";
 // (measured in docs/access.md).
 export class SqliteAuditStore implements AuditStore {
   private readonly insert: Database.Statement;
+  private readonly deleteOld: Database.Statement;
 
   constructor(private readonly db: Database.Database) {
     this.insert = db.prepare("INSERT INTO audit_batches (first_at, last_at, records) VALUES (?, ?, ?)");
+    // Through the index on last_at: a prune that finds nothing to delete reads one index entry.
+    this.deleteOld = db.prepare(
+      "DELETE FROM audit_batches WHERE seq IN (SELECT seq FROM audit_batches WHERE last_at < ? ORDER BY last_at LIMIT ?)",
+    );
   }
 
   async append(records: readonly AuditRecord[]): Promise<void> {
@@ -36,5 +41,9 @@ export class SqliteAuditStore implements AuditStore {
     const sql = `SELECT records FROM audit_batches ${where.length > 0 ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY seq`;
     // Iterated, so that a query stops reading at its limit.
     return selectRecords(this.db.prepare(sql).iterate(...params) as Iterable<Pick<AuditBatchRow, "records">>, filter);
+  }
+
+  async prune(before: number, limit: number): Promise<number> {
+    return this.deleteOld.run(before, limit).changes;
   }
 }
