@@ -42,7 +42,9 @@ export class AuditRetention {
     this.timer.unref();
   }
 
+  // Deletes what is past the retention now; with a retention of 0 (keep forever), nothing.
   runOnce(): Promise<void> {
+    if (this.retentionMs === 0) return Promise.resolve();
     this.running ??= this.run().finally(() => {
       this.running = null;
     });

@@ -106,6 +106,7 @@ describe("audit retention", () => {
     retention = new AuditRetention(store, clock, 0, 1, createLogger("silent"));
     retention.start();
     await new Promise((resolve) => setTimeout(resolve, 20));
+    await retention.runOnce();
     expect(store.prunes).toBe(0);
     expect((await store.query({ limit: 10 })).length).toBe(4);
   });
