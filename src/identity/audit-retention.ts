@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import type { Clock } from "../shared/clock.js";
+import { PeriodicRun } from "../shared/periodic-run.js";
 import type { AuditStore } from "../storage/identity-store.js";
 
 // Batches deleted by one statement. A batch holds up to 32 records of about 60 bytes (audit-batch.ts), so a
@@ -21,34 +22,31 @@ export async function pruneAuditTrail(store: AuditStore, before: number, stopped
 
 // Keeps the audit trail to its retention period. Every KMS call adds a record (about 60 bytes), so a server under
 // steady load would otherwise fill its disk (about 1 GB an hour at 4,800 calls a second). Runs at start and then
-// at every interval; runs never overlap. A retention of 0 keeps the trail forever.
+// at every interval. A retention of 0 keeps the trail forever.
 export class AuditRetention {
-  private timer: NodeJS.Timeout | null = null;
-  private running: Promise<void> | null = null;
+  private readonly periodic: PeriodicRun;
   private stopping = false;
 
   constructor(
     private readonly store: AuditStore,
     private readonly clock: Clock,
     private readonly retentionMs: number,
-    private readonly intervalMs: number,
+    intervalMs: number,
     private readonly logger: Logger,
-  ) {}
+  ) {
+    this.periodic = new PeriodicRun(intervalMs, () => this.run());
+  }
 
   start(): void {
     if (this.retentionMs === 0) return;
-    void this.runOnce();
-    this.timer = setInterval(() => void this.runOnce(), this.intervalMs);
-    this.timer.unref();
+    void this.periodic.runOnce();
+    this.periodic.start();
   }
 
   // Deletes what is past the retention now; with a retention of 0 (keep forever), nothing.
   runOnce(): Promise<void> {
     if (this.retentionMs === 0) return Promise.resolve();
-    this.running ??= this.run().finally(() => {
-      this.running = null;
-    });
-    return this.running;
+    return this.periodic.runOnce();
   }
 
   private async run(): Promise<void> {
@@ -61,10 +59,8 @@ export class AuditRetention {
     }
   }
 
-  async stop(): Promise<void> {
+  stop(): Promise<void> {
     this.stopping = true;
-    if (this.timer !== null) clearInterval(this.timer);
-    this.timer = null;
-    await this.running;
+    return this.periodic.stop();
   }
 }

@@ -1,28 +1,25 @@
 import type { Logger } from "pino";
+import { PeriodicRun } from "../shared/periodic-run.js";
 import type { KeyManager } from "./key-manager.js";
 
-// Carries out due destructions and rotations in the background. Runs never overlap: a slow run delays the
-// next one instead of racing it.
+// Carries out due destructions and rotations in the background, every interval.
 export class Sweeper {
-  private timer: NodeJS.Timeout | null = null;
-  private running: Promise<void> | null = null;
+  private readonly periodic: PeriodicRun;
 
   constructor(
     private readonly manager: KeyManager,
-    private readonly intervalMs: number,
+    intervalMs: number,
     private readonly logger: Logger,
-  ) {}
+  ) {
+    this.periodic = new PeriodicRun(intervalMs, () => this.run());
+  }
 
   start(): void {
-    this.timer = setInterval(() => void this.runOnce(), this.intervalMs);
-    this.timer.unref();
+    this.periodic.start();
   }
 
   runOnce(): Promise<void> {
-    this.running ??= this.run().finally(() => {
-      this.running = null;
-    });
-    return this.running;
+    return this.periodic.runOnce();
   }
 
   private async run(): Promise<void> {
@@ -35,9 +32,7 @@ export class Sweeper {
     }
   }
 
-  async stop(): Promise<void> {
-    if (this.timer !== null) clearInterval(this.timer);
-    this.timer = null;
-    await this.running;
+  stop(): Promise<void> {
+    return this.periodic.stop();
   }
 }
