@@ -294,6 +294,30 @@ function targetLines(rows: Row[], checks: TargetCheck[]): string[] {
   );
 }
 
+// The cost rows again, from the profiles rather than req/s: 1 - busy/cipher of the server without what is measured
+// / busy/cipher of the server with it, round by round (the two were started one right after the other), median.
+// Only the rows with processes of their own: a process that serves several scenarios has one profile for all.
+function costLinesByProfile(rows: Row[], busyPerCipher: Map<string, number | null>): string[] {
+  const lines: string[] = [];
+  for (const scenario of scenarios.filter((s) => s.ownProcess === true)) {
+    for (const target of scenario.targets) {
+      if (target.kind !== "cost") continue;
+      for (const row of rows.filter((r) => r.scenario === scenario.id && r.verdict !== null)) {
+        const costs: number[] = [];
+        for (let round = 1; round <= settings.rounds; round++) {
+          const without = busyPerCipher.get(`${target.against}-${scenario.id}-round${round}`);
+          const withIt = busyPerCipher.get(`${row.server}-${scenario.id}-round${round}`);
+          if (typeof without === "number" && typeof withIt === "number") costs.push(1 - without / withIt);
+        }
+        if (costs.length === 0) continue;
+        const each = costs.map((c) => `${(c * 100).toFixed(1)}%`).join(", ");
+        lines.push(`  ${target.what} (${scenario.id}), ${row.server}: ${(median(costs) * 100).toFixed(1)}% (rounds: ${each})`);
+      }
+    }
+  }
+  return lines;
+}
+
 async function main(): Promise<number> {
   mkdirSync(join(root, ".bench"), { recursive: true });
   const unlock = takeLock(join(root, ".bench", "lock"));
@@ -409,7 +433,13 @@ async function main(): Promise<number> {
     const files = readdirSync(profileDir).filter((f) => f.endsWith(".cpuprofile")).sort();
     log("");
     log("where each profiled server's busy CPU went (self time by area of the code; bench/README.md):");
-    log(profileTable(files.map((f) => ({ name: f.replace(/\.cpuprofile$/, ""), ...profileShares(join(profileDir, f)) }))));
+    const profiles = files.map((f) => ({ name: f.replace(/\.cpuprofile$/, ""), ...profileShares(join(profileDir, f)) }));
+    log(profileTable(profiles));
+    const costs = costLinesByProfile(rows, new Map(profiles.map((p) => [p.name, p.busyPerCipher])));
+    if (costs.length > 0) {
+      log("the same costs by CPU per call (busy/cipher of the profiles, median of the rounds; bench/README.md):");
+      for (const line of costs) log(line);
+    }
     log(`CPU profiles in ${profileDir}/<server>-round<n>.cpuprofile (Chrome DevTools or speedscope)`);
   }
 

@@ -42,19 +42,39 @@ function areaOf(frame: ProfileNode["callFrame"]): string | null {
   return "other";
 }
 
-// Shares (0-1) of the busy time by area, and the busy time itself in seconds.
-export function profileShares(file: string): { busyS: number; shares: Map<string, number> } {
+// The JavaScript side of node's AES-GCM (createCipheriv, update, final, getAuthTag, their Decipheriv twins), whose
+// native work V8 counts in these frames' self time.
+const CIPHER_URL = "node:internal/crypto/cipher";
+
+export interface ProfileShares {
+  busyS: number;
+  // Shares (0-1) of the busy time by area.
+  shares: Map<string, number>;
+  // The busy time over the self time of the cipher frames; null when the process sealed and opened nothing. Every
+  // Encrypt and Decrypt row's servers do the same AES-GCM work per call with the same code, so this is their CPU per
+  // call in units of that work, a second reading of what a call costs beside req/s. It is not steadier: nine
+  // processes of one build read 9.3-11.9 (bench/README.md), so it settles only differences larger than that.
+  busyPerCipher: number | null;
+}
+
+export function profileShares(file: string): ProfileShares {
   const profile = JSON.parse(readFileSync(file, "utf8")) as CpuProfile;
   const timeOf = new Map<number, number>();
   profile.samples.forEach((id, i) => timeOf.set(id, (timeOf.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)));
   const byArea = new Map<string, number>(AREA_NAMES.map((a) => [a, 0]));
   let busy = 0;
+  let cipher = 0;
   for (const node of profile.nodes) {
     const us = timeOf.get(node.id) ?? 0;
     const area = areaOf(node.callFrame);
     if (area === null || us === 0) continue;
     byArea.set(area, byArea.get(area)! + us);
     busy += us;
+    if (node.callFrame.url === CIPHER_URL) cipher += us;
   }
-  return { busyS: busy / 1e6, shares: new Map([...byArea].map(([a, us]) => [a, busy === 0 ? 0 : us / busy])) };
+  return {
+    busyS: busy / 1e6,
+    shares: new Map([...byArea].map(([a, us]) => [a, busy === 0 ? 0 : us / busy])),
+    busyPerCipher: cipher === 0 ? null : busy / cipher,
+  };
 }

@@ -1,4 +1,5 @@
 import { AREA_NAMES } from "./profile-shares.js";
+import type { ProfileShares } from "./profile-shares.js";
 import type { Target } from "./scenarios.js";
 import type { ServerName } from "./servers.js";
 
@@ -83,8 +84,13 @@ export function memoryTable(peaks: { server: ServerName; peakRssBytes: number | 
 }
 
 // One row per CPU profile (--cpu-prof): the busy seconds it covers and the share of each area of the code.
-export function profileTable(profiles: { name: string; busyS: number; shares: Map<string, number> }[]): string {
-  const header = ["profile", "busy", ...AREA_NAMES];
-  const cells = profiles.map((p) => [p.name, `${p.busyS.toFixed(1)} s`, ...AREA_NAMES.map((a) => `${((p.shares.get(a) ?? 0) * 100).toFixed(1)}%`)]);
+export function profileTable(profiles: ({ name: string } & ProfileShares)[]): string {
+  const header = ["profile", "busy", "busy/cipher", ...AREA_NAMES];
+  const cells = profiles.map((p) => [
+    p.name,
+    `${p.busyS.toFixed(1)} s`,
+    p.busyPerCipher === null ? "-" : p.busyPerCipher.toFixed(2),
+    ...AREA_NAMES.map((a) => `${((p.shares.get(a) ?? 0) * 100).toFixed(1)}%`),
+  ]);
   return table(header, cells, new Set(header.map((_, i) => i).filter((i) => i > 0)));
 }

@@ -77,5 +77,23 @@ describe("profileShares", () => {
     const empty = profileShares(profileFile([]));
     expect(empty.busyS).toBe(0);
     expect([...empty.shares.values()].every((share) => share === 0)).toBe(true);
+    expect(empty.busyPerCipher).toBeNull();
+  });
+
+  it("reads the busy time per unit of the cipher's own time, from node's cipher frames only", () => {
+    const { busyPerCipher } = profileShares(
+      profileFile([
+        ["(idle)", "", 700_000],
+        ["update", "node:internal/crypto/cipher", 30_000],
+        ["final", "node:internal/crypto/cipher", 20_000],
+        // Crypto, but not the cipher: not counted as its work.
+        ["randomFillSync", "node:internal/crypto/random", 50_000],
+        ["sealInto", `${BUILD}/kms/ciphertext.js`, 100_000],
+        ["respond", "node:internal/http2/core", 300_000],
+      ]),
+    );
+    expect(busyPerCipher).toBeCloseTo(500_000 / 50_000, 9);
+    // A process that sealed nothing (GetCryptoKey alone) has no such figure.
+    expect(profileShares(profileFile([["respond", "node:internal/http2/core", 1000]])).busyPerCipher).toBeNull();
   });
 });
