@@ -65,6 +65,10 @@ const MAX_NUMBERED = 4096;
 
 const cache = new WeakMap<DescMessage, MessageLimits>();
 
+// The longest field name (proto or JSON) a request type may have. The JSON count reads only the start of a member
+// name too long to be one of them (src/transport/limits/json-count.ts), so a longer name is refused at start-up.
+export const MAX_FIELD_NAME_CHARS = 256;
+
 // The limits of a request message and of every message it holds. Throws for a repeated or map field without
 // max_items, for max_items on a field that is neither repeated nor a FieldMask, and for a repeated field of a
 // message type of which nobody declared the bounds (google.protobuf.Struct, ListValue ...).
@@ -84,6 +88,9 @@ function build(desc: DescMessage, where: string): MessageLimits {
   cache.set(desc, limits);
   try {
     desc.fields.forEach((field, index) => {
+      if (Math.max(field.name.length, field.jsonName.length) > MAX_FIELD_NAME_CHARS) {
+        throw new Error(`${where}.${field.name}: field names of more than ${MAX_FIELD_NAME_CHARS} characters are not supported`);
+      }
       const limit = fieldLimitOf(field, index, `${where}.${field.name}`);
       byNumber.set(field.number, limit);
       if (numbered !== null) numbered[field.number] = limit;

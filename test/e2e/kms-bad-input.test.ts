@@ -263,6 +263,19 @@ const cases: Case[] = [
     code: 3, http: 400, reason: "UNKNOWN_FIELD", domain: "kms", field: "secretNote",
   },
   {
+    // Read only in part: no field has a name this long (src/transport/limits/json-count.ts).
+    name: "unknown JSON field named by 100,000 characters",
+    only: "rest",
+    call: ({ url, fx }) => raw(url, "POST", "/v1/encrypt", { body: `{"keyId":"${fx.keyId}","plaintext":"${CANARY_B64}","\\u202e${"k".repeat(100_000)}":1}` }),
+    code: 3, http: 400, reason: "UNKNOWN_FIELD", domain: "kms", field: `\\u202e${"k".repeat(127)}...`,
+  },
+  {
+    name: "malformed JSON far into a member name of 100,000 characters",
+    only: "rest",
+    call: ({ url, fx }) => raw(url, "POST", "/v1/encrypt", { body: `{"keyId":"${fx.keyId}","plaintext":"${CANARY_B64}","${"k".repeat(100_000)}\\x":1}` }),
+    code: 3, http: 400, reason: "MALFORMED_BODY", domain: "kms",
+  },
+  {
     name: "unknown nested JSON field",
     only: "rest",
     call: ({ url, fx }) => raw(url, "PATCH", `/v1/keys/${fx.keyId}`, { body: { key: { nmae: "typo" }, updateMask: "name" } }),

@@ -5,9 +5,11 @@ import type { ReflectMessage } from "@bufbuild/protobuf/reflect";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { CreateCryptoKeyRequestSchema, EncryptRequestSchema, UpdateCryptoKeyRequestSchema } from "../../gen/kms/v1/kms_pb.js";
-import { MAX_EXTRA_VALUES, limitsOf, smallestBoundOf } from "../../src/pipeline/message-limits.js";
+import { MAX_EXTRA_VALUES, MAX_FIELD_NAME_CHARS, limitsOf, smallestBoundOf } from "../../src/pipeline/message-limits.js";
 import type { MessageLimits } from "../../src/pipeline/message-limits.js";
 import { UnknownJsonField, countJson } from "../../src/transport/limits/json-count.js";
+import { statusPartsOf } from "../../src/errors/status-details.js";
+import { unknownField } from "../../src/transport/rest/json-check.js";
 import type { JsonCountOptions } from "../../src/transport/limits/json-count.js";
 import { SampleDesc } from "./limits-fixture.js";
 
@@ -64,6 +66,46 @@ describe("counting a JSON request's elements before parsing it", () => {
     const many = `{"parentId":"p",${Array.from({ length: 300_000 }, (_, i) => `"f${i}":0`).join(",")}}`;
     expect(violationsOf(CREATE, many)).toEqual(extra(300_000));
     expect(count(CREATE, `{${Array.from({ length: MAX_EXTRA_VALUES }, (_, i) => `"f${i}":0`).join(",")}}`)).toBeNull();
+  });
+
+  it("reads only the start of a member name too long to be a field's, and refuses it in the same words as the whole name", () => {
+    const names = [
+      "k".repeat(3_000_000),
+      `\\u202e${"k".repeat(5_000)}`,
+      "\\u006b".repeat(2_000),
+      "\\\\\\n\\t\\\"".repeat(1_000),
+      "é".repeat(3_000),
+      "😀".repeat(1_000),
+      // The start read ends inside a run of characters of several bytes, or of two UTF-16 units.
+      `${"k".repeat(255)}${"😀".repeat(400)}`,
+      `${"k".repeat(256)}${"é".repeat(800)}`,
+    ];
+    for (const raw of names) {
+      const whole = JSON.parse(`"${raw}"`) as string;
+      const refused = count(CREATE, `{"parentId":"p","${raw}":0}`, REFUSE);
+      if (!(refused instanceof UnknownJsonField)) throw new Error(`not refused as unknown: ${raw.slice(0, 20)}`);
+      // Longer than any field name, so it matches none; a start of the whole name, cut between two characters.
+      expect(refused.name.length).toBeGreaterThan(MAX_FIELD_NAME_CHARS);
+      expect(refused.name.length).toBeLessThan(MAX_FIELD_NAME_CHARS + 8);
+      expect(whole.startsWith(refused.name)).toBe(true);
+      expect(refused.name).not.toContain("\uFFFD");
+      const answered = (path: string, name: string) => statusPartsOf(unknownField(path, name, "kms.v1.CreateCryptoKeyRequest").toDomainError("kms"));
+      expect(answered(refused.path, refused.name)).toEqual(answered(whole, whole));
+      // Connect counts it as one value beyond the type's fields, as any unknown member.
+      expect(count(CREATE, `{"parentId":"p","${raw}":0}`)).toBeNull();
+    }
+  });
+
+  it("stops at a long member name that stops being JSON, however far into it, as reading all of it did", () => {
+    for (const bad of ["\\x", "\u0001", "\\u12G4", "\\u12", "\u001f"]) {
+      const body = `{"parentId":"p","${"k".repeat(10_000)}${bad}k":0}`;
+      expect(() => JSON.parse(body)).toThrow();
+      expect(count(CREATE, body, REFUSE)).toBeNull();
+      expect(count(CREATE, body)).toBeNull();
+    }
+    // Where the text stops, the labels before it are still counted.
+    const over = `{"labels":[${items(65, '"a"')}],"${"k".repeat(10_000)}\\x":0}`;
+    expect(violationsOf(CREATE, over, REFUSE)).toEqual([{ field: "labels", description: "must hold at most 64 labels, got 65" }]);
   });
 
   it("counts fields given twice, and arrays or objects where the type has none, with all they hold", () => {

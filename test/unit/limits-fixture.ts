@@ -45,6 +45,7 @@ function camel(name: string): string {
 // message Node { Node next = 1; repeated string tags = 2 [max 2]; }   recursive
 // message Unbounded { repeated string items = 1; }
 // message BoundOnScalar { string name = 1 [max 3]; }
+// message LongName { string nnn...n = 1; }   a field name of 257 characters
 const file = create(FileDescriptorProtoSchema, {
   name: "limits_fixture.proto",
   package: "fixture",
@@ -78,6 +79,7 @@ const file = create(FileDescriptorProtoSchema, {
     },
     { name: "Unbounded", field: [field("items", 1, T.STRING, { label: REPEATED })] },
     { name: "BoundOnScalar", field: [field("name", 1, T.STRING, { max: 3 })] },
+    { name: "LongName", field: [field("n".repeat(257), 1, T.STRING)] },
   ],
 });
 
@@ -94,3 +96,4 @@ export const InnerDesc = message("Inner");
 export const NodeDesc = message("Node");
 export const UnboundedDesc = message("Unbounded");
 export const BoundOnScalarDesc = message("BoundOnScalar");
+export const LongNameDesc = message("LongName");

@@ -3,7 +3,7 @@ import { CreateCryptoKeyRequestSchema, EncryptRequestSchema, UpdateCryptoKeyRequ
 import { holdsBounds, limitsOf } from "../../src/pipeline/message-limits.js";
 import { MethodTable } from "../../src/pipeline/method-table.js";
 import { apiServices, infrastructureServices } from "../../src/routes.js";
-import { BoundOnScalarDesc, NodeDesc, SampleDesc, UnboundedDesc } from "./limits-fixture.js";
+import { BoundOnScalarDesc, LongNameDesc, NodeDesc, SampleDesc, UnboundedDesc } from "./limits-fixture.js";
 
 describe("request limits read from the descriptors", () => {
   it("reads (cloudplane.api.v1.max_items) of the served requests, a FieldMask's included", () => {
@@ -29,9 +29,11 @@ describe("request limits read from the descriptors", () => {
     expect(holdsBounds(limitsOf(NodeDesc))).toBe(true);
   });
 
-  it("refuses a repeated field without a bound, and a bound on a field that is not repeated", () => {
+  it("refuses a repeated field without a bound, a bound on a field that is not repeated, and a field name too long for the JSON count", () => {
     expect(() => limitsOf(UnboundedDesc)).toThrow("fixture.Unbounded.items is a request field of many elements and declares no (cloudplane.api.v1.max_items)");
     expect(() => limitsOf(BoundOnScalarDesc)).toThrow("fixture.BoundOnScalar.name declares (cloudplane.api.v1.max_items) but is neither repeated, a map nor a FieldMask");
+    // The JSON count reads only the start of a longer member name (src/transport/limits/json-count.ts).
+    expect(() => limitsOf(LongNameDesc)).toThrow(`fixture.LongName.${"n".repeat(257)}: field names of more than 256 characters are not supported`);
   });
 
   it("every served method's request has its bounds, so the server starts", () => {

@@ -1,5 +1,5 @@
 import type { ViolationList } from "../../errors/violation-list.js";
-import { ENCODING_MAP_ENTRY, ENCODING_MESSAGE, MAX_EXTRA_VALUES } from "../../pipeline/message-limits.js";
+import { ENCODING_MAP_ENTRY, ENCODING_MESSAGE, MAX_EXTRA_VALUES, MAX_FIELD_NAME_CHARS } from "../../pipeline/message-limits.js";
 import type { FieldLimit, MessageLimits } from "../../pipeline/message-limits.js";
 import { Tally, fieldPath, instance } from "./tally.js";
 import type { Instance } from "./tally.js";
@@ -57,6 +57,10 @@ const CLOSE_OBJECT = 0x7d;
 const OPEN_ARRAY = 0x5b;
 const CLOSE_ARRAY = 0x5d;
 
+function isHexDigit(c: number | undefined): boolean {
+  return c !== undefined && ((c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x46) || (c >= 0x61 && c <= 0x66));
+}
+
 function isWhitespace(c: number | undefined): boolean {
   return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
 }
@@ -76,6 +80,15 @@ function closingQuote(buf: Uint8Array, from: number): number {
 
 // Where the bytes stop being JSON: the count so far is the verdict.
 const STOP = Symbol("json count: not JSON");
+
+// A member name of more bytes than this is no field's name: each UTF-16 unit of a JSON string's text takes at most
+// six bytes of it (\uXXXX), and no field name is longer than MAX_FIELD_NAME_CHARS (message-limits.ts). Such a name
+// is checked to be JSON and only its start is read, for the refusal that quotes it: a refusal quotes at most 128
+// characters of a name (src/errors/caller-text.ts), and reading a name of 3 MB whole held the event loop for about
+// 90 ms (test/hostile/validation-floods.test.ts).
+const LONG_NAME_BYTES = 6 * MAX_FIELD_NAME_CHARS + 2;
+// Longer than any field name, so that the start read is no field's name either.
+const LONG_NAME_READ_UNITS = MAX_FIELD_NAME_CHARS + 1;
 
 const utf8 = new TextDecoder();
 
@@ -197,12 +210,10 @@ class JsonWalk {
     if (this.buf[start] !== QUOTE) throw STOP;
     const end = this.string();
     this.colon();
-    const limit = inst.limits.byName.get(this.text(start, end));
+    const name = end - start > LONG_NAME_BYTES ? this.longText(start, end) : this.text(start, end);
+    const limit = inst.limits.byName.get(name);
     if (limit === undefined) {
-      if (this.refuseUnknown) {
-        const name = this.text(start, end);
-        return new UnknownJsonField(inst.path === "" ? name : `${inst.path}.${name}`, name, inst.limits.desc.typeName);
-      }
+      if (this.refuseUnknown) return new UnknownJsonField(inst.path === "" ? name : `${inst.path}.${name}`, name, inst.limits.desc.typeName);
       this.expect = EXPECT_EXTRA;
       return null;
     }
@@ -396,6 +407,48 @@ class JsonWalk {
     } catch {
       throw STOP;
     }
+  }
+
+  // The first LONG_NAME_READ_UNITS UTF-16 units of a long string (a few more where a character ends), once all of it
+  // is known to be what JSON.parse accepts in a string: no raw control character and no malformed escape, so that
+  // the count stops where reading all of it stopped. Byte by byte, as a cut must fall between two characters: not
+  // inside an escape, nor inside a character's UTF-8 bytes (continuation bytes, 0x80-0xbf, count as no unit).
+  private longText(start: number, end: number): string {
+    const buf = this.buf;
+    let cut = -1;
+    let units = 0;
+    for (let i = start + 1; i < end - 1; ) {
+      const c = buf[i]!;
+      if (cut < 0 && units >= LONG_NAME_READ_UNITS && (c < 0x80 || c >= 0xc0)) cut = i;
+      if (c < 0x20) throw STOP;
+      if (c === BACKSLASH) {
+        i += this.escapeLength(i);
+        units++;
+      } else {
+        i++;
+        if (c < 0x80 || c >= 0xc0) units += c >= 0xf0 ? 2 : 1;
+      }
+    }
+    if (cut < 0) return this.text(start, end);
+    try {
+      return JSON.parse(`${utf8.decode(buf.subarray(start, cut))}"`) as string;
+    } catch {
+      throw STOP;
+    }
+  }
+
+  // The bytes of the escape sequence at `at` (a backslash): 6 for \uXXXX, 2 for the others; throws STOP for one
+  // JSON does not have.
+  private escapeLength(at: number): number {
+    const buf = this.buf;
+    const e = buf[at + 1];
+    if (e === 0x75) {
+      for (let h = at + 2; h < at + 6; h++) if (!isHexDigit(buf[h])) throw STOP;
+      return 6;
+    }
+    // " \ / b f n r t
+    if (e === QUOTE || e === BACKSLASH || e === 0x2f || e === 0x62 || e === 0x66 || e === 0x6e || e === 0x72 || e === 0x74) return 2;
+    throw STOP;
   }
 
   // A FieldMask's JSON form: its paths separated by commas; none in "".
