@@ -34,6 +34,7 @@ export interface ConnectAdapter {
 // What connect-node's connectNodeAdapter does (route by path, convert the Node request and response), with the
 // pipeline interceptor on every call and each of the router's handlers wrapped by wrapHandler.
 export function createConnectAdapter(options: ConnectAdapterOptions): ConnectAdapter {
+  loadFetchGlobals();
   const { routes, fallback, logger, table, turns, ...routerOptions } = options;
   const router = createConnectRouter({
     acceptCompression: acceptedCompressions,
@@ -88,6 +89,15 @@ export function createConnectAdapter(options: ConnectAdapterOptions): ConnectAda
       });
   }
   return { handle, handlers };
+}
+
+// Node defines the fetch globals (Headers among them) lazily: the first use compiles Node's bundled undici and the
+// web streams it needs, 36-55 ms on this machine's CPUs, all on the event loop. connect-node makes a Headers of
+// every request it reads, so the first call a new server served through Connect (Connect, gRPC-web, or any gRPC
+// method but the fast ones) held every other caller up that long: the slowest /healthz of a hostile test was
+// that call (docs/robustness.md). Paid here instead, while the server starts.
+function loadFetchGlobals(): void {
+  new Headers();
 }
 
 // The request's body as connect-node reads it, but for HTTP/1.1 without destroying the request when Connect stops
