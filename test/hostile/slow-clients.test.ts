@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { adminAuth } from "../support/credentials.js";
 import { HEALTH_BOUND_MS, expectRssUnder, expectServing, rssKb, slowestHealthDuring, startTarget } from "./harness.js";
 import type { Target } from "./harness.js";
-import { H2_PREFACE, grpcHeaders, openStream, rawConnection, session, untilClosed } from "./raw-clients.js";
+import { H2_PREFACE, grpcHeaders, openStream, rawConnection, session, sleep, untilClosed } from "./raw-clients.js";
 import type { SocketOutcome, StreamOutcome } from "./raw-clients.js";
 
 // Clients that hold a connection or a request open by sending slowly or not at all. Each is closed within its
@@ -36,6 +36,14 @@ async function closedByServer<T extends { closedAtMs: number | null }>(open: (st
     await untilClosed(outcomes, withinMs + 1_000);
   });
   return { outcomes, slowestHealthMs };
+}
+
+// What V8 holds outside its heap in the server (buffers among it), as its /metrics shows it.
+async function externalMemoryBytes(): Promise<number> {
+  const res = await fetch(`${target.url}/metrics`, { headers: adminAuth(target.url) });
+  const found = /^nodejs_external_memory_bytes (\d+(?:\.\d+)?(?:e\+\d+)?)$/m.exec(await res.text());
+  if (found === null) throw new Error("no nodejs_external_memory_bytes in /metrics");
+  return Number(found[1]);
 }
 
 function latest(outcomes: { closedAtMs: number | null }[]): number {
@@ -112,6 +120,29 @@ describe("requests whose body stalls are ended within the request timeout, on ev
       expect(slowestHealthMs).toBeLessThan(HEALTH_BOUND_MS);
     });
   }
+
+  // connect-node allocated the length a Connect body or an envelope header declares before reading a byte of it:
+  // 1,000 such connections made it hold 4 GB of buffers for bytes that never came, and the server stalled 1.2-2.6 s
+  // under the collections that external memory set off (docs/robustness.md).
+  it("declared lengths of Connect and gRPC-web bodies are not allocated before their bytes arrive", async () => {
+    const MIB = 1024 * 1024;
+    const head = (contentType: string, length: number) =>
+      Buffer.from(`POST /kms.v1.KeyManagerService/Encrypt HTTP/1.1\r\nHost: x\r\nAuthorization: ${adminAuth(target.url).authorization}\r\nContent-Type: ${contentType}\r\nContent-Length: ${length}\r\n\r\n`);
+    // Each declares 4 MiB, the most the size limit allows, and sends a few bytes.
+    const connectJson = Buffer.concat([head("application/json", 4 * MIB), Buffer.from('{"keyId":"')]);
+    const grpcWeb = Buffer.concat([head("application/grpc-web+proto", 4 * MIB + 5), Buffer.from([0, 0, 0x40, 0, 0, 1, 2])]);
+    const before = await externalMemoryBytes();
+    const sockets: { destroy(): void }[] = [];
+    const slowestHealthMs = await slowestHealthDuring(target.url, async () => {
+      for (let i = 0; i < 50; i++) sockets.push(rawConnection(target.port, i % 2 === 0 ? connectJson : grpcWeb, Buffer.alloc(0), 0, performance.now()).socket);
+      await sleep(500);
+    });
+    // 200 MiB declared in all.
+    const held = (await externalMemoryBytes()) - before;
+    for (const socket of sockets) socket.destroy();
+    expect(held / MIB, "external memory held by the server, MiB").toBeLessThan(20);
+    expect(slowestHealthMs).toBeLessThan(HEALTH_BOUND_MS);
+  });
 
   it("afterwards the server serves as before and has given back what the stalled calls held", async () => {
     await expectServing(target);

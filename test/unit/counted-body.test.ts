@@ -69,15 +69,42 @@ describe("the body connect-node reads", () => {
     }
   });
 
-  it("ends with the refusal at the envelope over its limits, before passing on its last byte", async () => {
+  it("ends with the refusal at the envelope over its limits, before passing on any of its bytes", async () => {
     const ok = frame(message(1));
     const over = frame(message(65));
     for (let cut = 1; cut < over.length; cut += 11) {
       const counted = countedRequest(request("application/grpc-web+proto", splitAt(Buffer.concat([ok, over]), ok.length + cut)), LIMITS, MAX_BYTES, refuse, null);
       const it = (counted.body as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]();
-      expect((await it.next()).value).toEqual(Buffer.concat([ok, over]).subarray(0, ok.length + cut));
+      expect((await it.next()).value).toEqual(ok);
       await expect(it.next()).rejects.toThrow(flood);
     }
+  });
+
+  // connect-node allocates the length an envelope's header declares when it reads the header: a header alone must
+  // not reach it.
+  it("passes an envelope on only once it is whole, and of one cut short, less than a header", async () => {
+    const ok = frame(message(1));
+    const declared = Buffer.from([0, 0, 0x40, 0, 0]); // 4 MiB, the most the limit allows
+    for (const chunks of [[ok, declared, Buffer.from([1, 2, 3])], [Buffer.concat([ok, declared.subarray(0, 2)]), declared.subarray(2)]]) {
+      const it = (countedRequest(request("application/grpc", chunks), LIMITS, MAX_BYTES, refuse, null).body as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]();
+      expect((await it.next()).value).toEqual(ok);
+      // The body ended inside the envelope: one byte of it, which Connect refuses as an incomplete envelope.
+      expect(await it.next()).toEqual({ done: false, value: declared.subarray(0, 1) });
+      expect((await it.next()).done).toBe(true);
+    }
+    // An envelope declared over the size limit is passed on at once, for Connect to refuse on its header.
+    const huge = Buffer.from([0, 0xff, 0xff, 0xff, 0xff]);
+    const it = (countedRequest(request("application/grpc", [huge, Buffer.from([1])]), LIMITS, MAX_BYTES, refuse, null).body as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]();
+    expect((await it.next()).value).toEqual(huge);
+    expect((await it.next()).value).toEqual(Buffer.from([1]));
+  });
+
+  it("does not tell Connect a unary body's declared length, which it would allocate before reading a byte, unless over the limit", async () => {
+    const within = countedRequest(request("application/json", [], { "content-length": String(MAX_BYTES) }), LIMITS, MAX_BYTES, refuse, null);
+    expect(within.header.get("content-length")).toBeNull();
+    // Over the limit: Connect refuses it on the header alone, before reading the body.
+    const over = countedRequest(request("application/json", [], { "content-length": String(MAX_BYTES + 1) }), LIMITS, MAX_BYTES, refuse, null);
+    expect(over.header.get("content-length")).toBe(String(MAX_BYTES + 1));
   });
 
   it("counts gzip-compressed envelopes, and leaves what Connect refuses to Connect", async () => {
@@ -106,7 +133,7 @@ describe("the body connect-node reads", () => {
   it("passes the failure of the request's own body on in a turn with room for it", async () => {
     const gone = new Error("the peer left");
     async function* failing() {
-      yield frame(message(1)).subarray(0, 3);
+      yield frame(message(1));
       throw gone;
     }
     const req = { ...request("application/grpc", []), body: failing() } as UniversalServerRequest;

@@ -48,6 +48,10 @@ export function countedRequest(
   if (req.method !== "POST" || typeof body !== "object" || body === null || !(Symbol.asyncIterator in body)) return req;
   const framing = framingOf(req.header);
   if (framing === null) return req;
+  // connect-node allocates a unary body's declared Content-Length before reading a byte of it (readAllBytes), the
+  // same amplification as an envelope's header (CountedBody): it is not told a length within the limit, and collects
+  // the body as it arrives; one over the limit it refuses on the header alone, as before.
+  if (!framing.enveloped && Number(req.header.get("content-length")) <= maxBytes) req.header.delete("content-length");
   // Undefined when counted at once (the usual case: no promise per call); a promise when the message had to be
   // decompressed or is large enough to be counted a slice a turn.
   const count = (flags: number, message: Uint8Array): Promise<void> | undefined => {
@@ -108,6 +112,10 @@ const DONE: IteratorReturnResult<undefined> = { done: true, value: undefined };
 
 // The request's bytes as connect-node reads them, each message counted before the chunk that completes it is
 // passed on: envelopes (gRPC, gRPC-web, Connect streams), or the whole body (Connect unary), counted at its end.
+// An envelope is passed on only once it is whole: connect-node allocates the length an envelope's header declares
+// as soon as it reads the header, so 1,000 headers declaring 4 MiB each, with nothing after them, made it hold 4 GB
+// of buffers for bytes that never came, and V8 collected its heap over and over under that external memory (the
+// server stalled up to 1.7 s; docs/robustness.md). Held here, an envelope takes what has arrived of it.
 // An iterator written out rather than an async generator: a generator and its awaits cost about 5 µs a call,
 // three times the count of a 1 KiB JSON body. When the request's own body fails (its peer left), the failure is
 // passed on in a turn with room for it (fair-turns.ts): a dropped connection ends all its calls at once.
@@ -115,9 +123,13 @@ class CountedBody implements AsyncIterableIterator<Uint8Array> {
   readonly #header = new Uint8Array(ENVELOPE_BYTES);
   #headerFill = 0;
   #length = 0;
-  // The envelope's message so far, or null when it is over the size limit (Connect refuses it) or not started.
-  #message: Uint8Array | null = null;
+  // The bytes of the current envelope's message read so far.
   #fill = 0;
+  // The chunks of the envelope in progress (header included), held back until it is whole.
+  #held: Uint8Array[] = [];
+  // Set once an envelope declares more than the size limit, which Connect refuses as soon as it reads the header:
+  // from then on every byte is passed on as it comes.
+  #passAll = false;
   // The whole body's chunks, while within the size limit.
   readonly #chunks: Uint8Array[] = [];
   #size = 0;
@@ -147,22 +159,35 @@ class CountedBody implements AsyncIterableIterator<Uint8Array> {
 
   readonly #read = (next: IteratorResult<Uint8Array>): IteratorResult<Uint8Array> | Promise<IteratorResult<Uint8Array>> => {
     if (next.done === true) {
-      if (this.enveloped || this.#size > this.maxBytes) return DONE;
+      if (this.enveloped) return this.#ended();
+      if (this.#size > this.maxBytes) return DONE;
       const whole = this.#chunks.length === 1 ? this.#chunks[0]! : Buffer.concat(this.#chunks, this.#size);
       const counting = this.count(this.wholeFlags, whole);
       return counting === undefined ? DONE : counting.then(() => DONE);
     }
     const chunk = next.value;
-    const result = { done: false as const, value: chunk };
     if (!this.enveloped) {
       this.#size += chunk.length;
       if (this.#size <= this.maxBytes) this.#chunks.push(chunk);
       else this.#chunks.length = 0;
-      return result;
+      return { done: false, value: chunk };
     }
-    const counting = this.#envelopes(chunk);
+    if (this.#passAll) return { done: false, value: chunk };
+    const { whole, counting } = this.#envelopes(chunk);
+    // Nothing whole yet: read on rather than pass on an empty chunk.
+    if (whole === null) return counting === undefined ? this.next() : counting.then(() => this.next());
+    const result = { done: false as const, value: whole };
     return counting === undefined ? result : counting.then(() => result);
   };
+
+  // The body ended inside an envelope: Connect is given that much of it, less than a header, so that it refuses
+  // the body as incomplete, as it would have all of it, without allocating the length the header declares.
+  #ended(): IteratorResult<Uint8Array> {
+    if (this.#held.length === 0) return DONE;
+    const rest = this.#held[0]!.subarray(0, 1);
+    this.#held = [];
+    return { done: false, value: rest };
+  }
 
   readonly #failed = (err: unknown): Promise<never> => {
     const turns = this.source.turns;
@@ -170,10 +195,15 @@ class CountedBody implements AsyncIterableIterator<Uint8Array> {
     return turns.slot().then(() => Promise.reject(err));
   };
 
-  // Reads the envelopes a chunk completes or continues; counts each completed one.
-  #envelopes(chunk: Uint8Array): Promise<void> | undefined {
+  // Reads the envelopes a chunk completes or continues, counts each completed one, and returns the bytes of the
+  // envelopes now whole (null when none is), holding back the rest.
+  #envelopes(chunk: Uint8Array): { whole: Uint8Array | null; counting: Promise<void> | undefined } {
     const header = this.#header;
     let pending: Promise<void>[] | undefined;
+    const out: Uint8Array[] = [];
+    // This chunk's bytes from `start` to `end` belong to envelopes that are whole and not yet in `out`.
+    let start = 0;
+    let end = 0;
     let i = 0;
     while (i < chunk.length) {
       if (this.#headerFill < ENVELOPE_BYTES) {
@@ -182,31 +212,42 @@ class CountedBody implements AsyncIterableIterator<Uint8Array> {
         this.#headerFill += n;
         i += n;
         if (this.#headerFill < ENVELOPE_BYTES) break;
-        const length = ((header[1]! << 24) | (header[2]! << 16) | (header[3]! << 8) | header[4]!) >>> 0;
-        this.#length = length;
+        this.#length = ((header[1]! << 24) | (header[2]! << 16) | (header[3]! << 8) | header[4]!) >>> 0;
         this.#fill = 0;
-        // Most messages arrive within one chunk: counted where they are.
-        if (length <= this.maxBytes && chunk.length - i >= length) {
-          this.#message = chunk.subarray(i, i + length);
-          this.#fill = length;
-          i += length;
-        } else this.#message = length <= this.maxBytes ? new Uint8Array(length) : null;
-      } else {
-        const n = Math.min(this.#length - this.#fill, chunk.length - i);
-        this.#message?.set(chunk.subarray(i, i + n), this.#fill);
-        this.#fill += n;
-        i += n;
-      }
-      if (this.#fill === this.#length) {
-        const message = this.#message;
-        this.#headerFill = 0;
-        this.#message = null;
-        if (message !== null) {
-          const counting = this.count(header[0]!, message);
-          if (counting !== undefined) (pending ??= []).push(counting);
+        if (this.#length > this.maxBytes) {
+          this.#passAll = true;
+          break;
         }
       }
+      const n = Math.min(this.#length - this.#fill, chunk.length - i);
+      this.#fill += n;
+      i += n;
+      if (this.#fill < this.#length) break;
+      this.#headerFill = 0;
+      let message: Uint8Array;
+      if (this.#held.length === 0) {
+        message = chunk.subarray(i - this.#length, i);
+      } else {
+        // Begun in an earlier chunk: joined once, for the count and for Connect.
+        const joined = Buffer.concat([...this.#held, chunk.subarray(0, i)]);
+        this.#held = [];
+        out.push(joined);
+        start = i;
+        message = joined.subarray(ENVELOPE_BYTES);
+      }
+      end = i;
+      const counting = this.count(header[0]!, message);
+      if (counting !== undefined) (pending ??= []).push(counting);
     }
-    return pending === undefined ? undefined : Promise.all(pending).then(() => undefined);
+    if (this.#passAll) {
+      out.push(...this.#held, chunk.subarray(start));
+      this.#held = [];
+    } else {
+      if (end > start) out.push(end - start === chunk.length ? chunk : chunk.subarray(start, end));
+      const rest = Math.max(start, end);
+      if (rest < chunk.length) this.#held.push(chunk.subarray(rest));
+    }
+    const whole = out.length === 0 ? null : out.length === 1 ? out[0]! : Buffer.concat(out);
+    return { whole, counting: pending === undefined ? undefined : Promise.all(pending).then(() => undefined) };
   }
 }
