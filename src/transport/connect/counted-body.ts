@@ -115,7 +115,7 @@ const DONE: IteratorReturnResult<undefined> = { done: true, value: undefined };
 // An envelope is passed on only once it is whole: connect-node allocates the length an envelope's header declares
 // as soon as it reads the header, so 1,000 headers declaring 4 MiB each, with nothing after them, made it hold 4 GB
 // of buffers for bytes that never came, and V8 collected its heap over and over under that external memory (the
-// server stalled up to 1.7 s; docs/robustness.md). Held here, an envelope takes what has arrived of it.
+// server stalled 2.6 s; docs/robustness.md). Held here, an envelope takes what has arrived of it.
 // An iterator written out rather than an async generator: a generator and its awaits cost about 5 µs a call,
 // three times the count of a 1 KiB JSON body. When the request's own body fails (its peer left), the failure is
 // passed on in a turn with room for it (fair-turns.ts): a dropped connection ends all its calls at once.
