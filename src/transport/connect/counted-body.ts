@@ -201,7 +201,8 @@ class CountedBody implements AsyncIterableIterator<Uint8Array> {
     const header = this.#header;
     let pending: Promise<void>[] | undefined;
     const out: Uint8Array[] = [];
-    // This chunk's bytes from `start` to `end` belong to envelopes that are whole and not yet in `out`.
+    // This chunk's bytes from `start` to `end` (never before `start`) belong to envelopes that are whole and not yet
+    // in `out`; what follows `end` belongs to the envelope in progress.
     let start = 0;
     let end = 0;
     let i = 0;
@@ -244,8 +245,7 @@ class CountedBody implements AsyncIterableIterator<Uint8Array> {
       this.#held = [];
     } else {
       if (end > start) out.push(end - start === chunk.length ? chunk : chunk.subarray(start, end));
-      const rest = Math.max(start, end);
-      if (rest < chunk.length) this.#held.push(chunk.subarray(rest));
+      if (end < chunk.length) this.#held.push(chunk.subarray(end));
     }
     const whole = out.length === 0 ? null : out.length === 1 ? out[0]! : Buffer.concat(out);
     return { whole, counting: pending === undefined ? undefined : Promise.all(pending).then(() => undefined) };
