@@ -18,7 +18,9 @@ import { frame } from "./raw-grpc.js";
 // gRPC and Connect's binary form go over HTTP/2 (h2c), gRPC-web, Connect JSON and REST over HTTP/1.1 (fetch).
 
 export const wireProtocols = ["grpc", "grpc-web", "connect-json", "connect-binary", "rest"] as const;
-export type WireProtocol = (typeof wireProtocols)[number];
+// gRPC-web's text form (base64) too, for the tests that compare it with the binary form; served as the binary form
+// it encodes (src/transport/connect/grpc-web-text.ts), so it is not repeated in every test of `wireProtocols`.
+export type WireProtocol = (typeof wireProtocols)[number] | "grpc-web-text";
 
 export interface WireAnswer {
   // 200 for gRPC and gRPC-web whatever the outcome; the code's HTTP status for Connect and REST.
@@ -133,6 +135,15 @@ function frames(body: Buffer): [number, Buffer][] {
     at += 5 + length;
   }
   return out;
+}
+
+// gRPC-web's text form: base64 in segments, each possibly padded (a server may pad each frame it flushes), so
+// decoded four characters at a time; anything else throws.
+export function fromBase64Segments(text: string): Buffer {
+  if (text.length % 4 !== 0 || /[^A-Za-z0-9+/=]/.test(text)) throw new Error(`not base64 segments: ${JSON.stringify(text.slice(0, 80))}`);
+  const groups: Buffer[] = [];
+  for (let at = 0; at < text.length; at += 4) groups.push(Buffer.from(text.slice(at, at + 4), "base64"));
+  return Buffer.concat(groups);
 }
 
 function trailerFrame(payload: Buffer): Record<string, string> {
@@ -337,6 +348,15 @@ export async function wireCall<I extends DescMessage>(
         return grpcWebAnswer(method, await h2Request(url, { ":method": "POST", ":path": path, "content-type": "application/grpc-web+proto", "x-grpc-web": "1", ...headers }, frame(binary), true));
       }
       return grpcWebAnswer(method, await h1Request(url + path, "POST", { "content-type": "application/grpc-web+proto", "x-grpc-web": "1", ...headers }, frame(binary)));
+    case "grpc-web-text": {
+      if (streaming) throw new Error("wireCall sends gRPC-web's text form for unary methods only");
+      const headersSent = { "content-type": "application/grpc-web-text", accept: "application/grpc-web-text", "x-grpc-web": "1", ...headers };
+      const raw = await h1Request(url + path, "POST", headersSent, frame(binary).toString("base64"));
+      if (raw.status === 200 && raw.headers["content-type"] !== "application/grpc-web-text+proto") {
+        throw new Error(`a gRPC-web text call answered with content-type ${raw.headers["content-type"]}`);
+      }
+      return grpcWebAnswer(method, { ...raw, body: fromBase64Segments(raw.body.toString("latin1")) });
+    }
     case "connect-json":
     case "connect-binary": {
       if (streaming) {

@@ -18,8 +18,9 @@ import type { Compression, UniversalServerRequest } from "./connect-internals.js
 // Messages are framed as each protocol frames them: gRPC, gRPC-web and Connect streams in envelopes (flag byte,
 // length, message), a Connect unary call as the whole body. A compressed message is decompressed (with the same
 // compressions and size limit as Connect) to be counted. Whatever Connect will refuse on its own (an envelope or
-// body over the size limit, an unknown compression, data that does not decompress, gRPC-web's text form) is passed
-// on uncounted for Connect to refuse.
+// body over the size limit, an unknown compression, data that does not decompress) is passed on uncounted for
+// Connect to refuse. gRPC-web's text form never comes here as text: the handler wrapper decodes it first
+// (grpc-web-text.ts), and what it decodes is counted as the binary form is.
 
 const ENVELOPE_BYTES = 5;
 const FLAG_COMPRESSED = 0x01;

@@ -2,7 +2,7 @@ import type { JsonWriteOptions } from "@bufbuild/protobuf";
 import { Code, ConnectError, createContextValues } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import { ErrorInfoSchema } from "../../../gen/google/rpc/error_details_pb.js";
-import { overLimits } from "../../errors/protocol-errors.js";
+import { malformedBody, overLimits } from "../../errors/protocol-errors.js";
 import { statusPartsOf } from "../../errors/status-details.js";
 import { toConnectError } from "../../errors/to-connect-error.js";
 import type { ViolationList } from "../../errors/violation-list.js";
@@ -28,6 +28,7 @@ import {
 import type { UniversalHandler, UniversalServerRequest, UniversalServerResponse } from "./connect-internals.js";
 import { refusalOf } from "./connect-refusals.js";
 import { countedRequest } from "./counted-body.js";
+import { binaryFromText, textFromBinary } from "./grpc-web-text.js";
 import type { FairTurns } from "../fair-turns.js";
 import { callKey } from "./pipeline-interceptor.js";
 import { capTimeoutHeaders } from "./timeout-headers.js";
@@ -59,7 +60,8 @@ export function wrapHandler(handler: UniversalHandler, settings: WrapperSettings
   const domain = entry.policy.domain;
   // A request over the limits of its type, counted on its bytes before Connect decodes it (counted-body.ts).
   const refuseOverLimits = (violations: ViolationList): ConnectError => toConnectError(new CallError(statusPartsOf(overLimits(domain, violations)), false), null);
-  const wrapped = async (req: UniversalServerRequest): Promise<UniversalServerResponse> => {
+  const refuseNotBase64 = (): ConnectError => toConnectError(new CallError(statusPartsOf(malformedBody(domain, "grpc-web-text")), false), null);
+  const serve = async (req: UniversalServerRequest): Promise<UniversalServerResponse> => {
     const contextValues = (req.contextValues ??= createContextValues());
     const contentType = req.header.get("content-type") ?? "";
     // Before Connect arms its deadline timer from them (timeout-headers.ts).
@@ -94,6 +96,11 @@ export function wrapHandler(handler: UniversalHandler, settings: WrapperSettings
       return completeConnectError(res.body, header, settings.jsonOptions, complete);
     }
     return { ...res, header };
+  };
+  // gRPC-web's text form is served as the binary form it encodes (grpc-web-text.ts).
+  const wrapped = (req: UniversalServerRequest): Promise<UniversalServerResponse> => {
+    const binary = binaryFromText(req, refuseNotBase64);
+    return binary === null ? serve(req) : serve(binary).then(textFromBinary);
   };
   return Object.assign(wrapped, {
     protocolNames: handler.protocolNames,
