@@ -343,15 +343,36 @@ export function validGrpcPlanArb(known: readonly string[] = []): fc.Arbitrary<Gr
   );
 }
 
-// gRPC-web: the same envelopes; its text form (base64) is not served, and must be refused, not failed.
-export const grpcWebContentTypes = ["application/grpc-web", "application/grpc-web+proto", "application/grpc-web+json", "application/grpc-web-text"];
+// gRPC-web: the same envelopes, in the binary form or the text form (base64).
+export const grpcWebContentTypes = [
+  "application/grpc-web",
+  "application/grpc-web+proto",
+  "application/grpc-web+json",
+  "application/grpc-web-text",
+  "application/grpc-web-text+proto",
+];
 
-export function grpcWebPlanArb(known: readonly string[] = []): fc.Arbitrary<GrpcPlan & { http2: boolean; xGrpcWeb: boolean }> {
+// How a text-form request writes its envelopes: in base64 whole, in base64 a padded segment per frame, or not in
+// base64 at all (the binary form's bytes under the text form's content type).
+export type TextEncoding = "base64" | "segments" | "raw";
+
+export type GrpcWebPlan = GrpcPlan & { http2: boolean; xGrpcWeb: boolean; text: TextEncoding };
+
+export function grpcWebPlanArb(known: readonly string[] = []): fc.Arbitrary<GrpcWebPlan> {
   return fc.record({
     plan: grpcPlanArb(known, grpcWebContentTypes),
     http2: fc.boolean(),
     xGrpcWeb: fc.boolean(),
-  }).map(({ plan, http2, xGrpcWeb }) => ({ ...plan, http2, xGrpcWeb }));
+    text: fc.constantFrom<TextEncoding>("base64", "base64", "segments", "raw"),
+  }).map(({ plan, http2, xGrpcWeb, text }) => ({ ...plan, http2, xGrpcWeb, text }));
+}
+
+// The body of a gRPC-web plan: its envelopes as they are, or in the text form's encoding.
+export function buildGrpcWebBody(plan: GrpcWebPlan): Buffer {
+  if (!plan.contentType.startsWith("application/grpc-web-text")) return buildEnvelope(plan.envelope);
+  if (plan.text === "raw") return buildEnvelope(plan.envelope);
+  if (plan.text === "base64") return Buffer.from(buildEnvelope(plan.envelope).toString("base64"), "latin1");
+  return Buffer.from(plan.envelope.frames.map((f) => buildEnvelope({ ...plan.envelope, frames: [f] }).toString("base64")).join(""), "latin1");
 }
 
 // ---------------------------------------------------------------------------------------------------------------

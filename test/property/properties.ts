@@ -4,6 +4,7 @@ import {
   ADMIN_AUTHORIZATION,
   buildBody,
   buildEnvelope,
+  buildGrpcWebBody,
   buildPath,
   buildQuery,
   buildRestBody,
@@ -14,8 +15,8 @@ import {
   restPlanArb,
   validGrpcPlanArb,
 } from "./arbitraries.js";
-import type { ConnectPlan, GrpcPlan, HeaderPlan, RestPlan } from "./arbitraries.js";
-import { connectVerdict, grpcVerdict, grpcWebVerdict, restVerdict } from "./verdicts.js";
+import type { ConnectPlan, GrpcPlan, GrpcWebPlan, HeaderPlan, RestPlan } from "./arbitraries.js";
+import { base64Segments, connectVerdict, grpcVerdict, grpcWebVerdict, restVerdict } from "./verdicts.js";
 import type { Sent, Verdict } from "./verdicts.js";
 import { describeAnswer, fetchAnswer } from "./wire.js";
 import type { Answer, H2Client, Headers1 } from "./wire.js";
@@ -133,16 +134,19 @@ export const grpcMessages: PropertySpec<GrpcPlan> = {
   run: runGrpc,
 };
 
-export const grpcWeb: PropertySpec<GrpcPlan & { http2: boolean; xGrpcWeb: boolean }> = {
+export const grpcWeb: PropertySpec<GrpcWebPlan> = {
   name: "grpc-web",
   arbitrary: (known) => grpcWebPlanArb(known),
   async run(target, plan) {
     const headers: Headers1 = { "content-type": plan.contentType, ...(plan.xGrpcWeb ? { "x-grpc-web": "1" } : {}), ...present(plan.headers, target) };
     // HTTP/1.1 has no trailers and no TE: trailers.
     if (!plan.http2) delete headers["te"];
-    const { answer, sent, shown } = await send(target, plan.http2, "POST", plan.target.path, headers, buildEnvelope(plan.envelope), asAdmin(plan.headers, plan.target.path));
-    const status = answer.kind === "answer" ? (answer.headers["grpc-status"] ?? /grpc-status:\s*(\d+)/.exec(answer.body.toString("latin1"))?.[1]) : undefined;
-    return outcome(grpcWebVerdict(answer, sent, plan.contentType), status === "0", shown, answer);
+    const { answer, sent, shown } = await send(target, plan.http2, "POST", plan.target.path, headers, buildGrpcWebBody(plan), asAdmin(plan.headers, plan.target.path));
+    // The text form's answer is judged on the frames its base64 holds.
+    const text = plan.contentType.startsWith("application/grpc-web-text");
+    const frames = answer.kind === "answer" && text && answer.status === 200 ? base64Segments(answer.body) : answer.kind === "answer" ? answer.body : undefined;
+    const status = answer.kind === "answer" ? (answer.headers["grpc-status"] ?? /grpc-status:\s*(\d+)/.exec(frames?.toString("latin1") ?? "")?.[1]) : undefined;
+    return outcome(grpcWebVerdict(answer, sent, text, frames), status === "0", shown, answer);
   },
 };
 

@@ -161,13 +161,23 @@ export function grpcWebTrailer(body: Buffer, encoding: string | undefined): Head
   return undefined;
 }
 
-export function grpcWebVerdict(answer: Answer, sent: Sent, contentType: string): Verdict {
+// gRPC-web's text form: base64 in segments, each possibly padded; undefined when the body is not that.
+export function base64Segments(body: Buffer): Buffer | undefined {
+  const text = body.toString("latin1");
+  if (text.length % 4 !== 0 || /[^A-Za-z0-9+/=]/.test(text)) return undefined;
+  const groups: Buffer[] = [];
+  for (let at = 0; at < text.length; at += 4) groups.push(Buffer.from(text.slice(at, at + 4), "base64"));
+  return Buffer.concat(groups);
+}
+
+// `frames`: the answer's frames, decoded from base64 for the text form (`text`); undefined when they were not.
+export function grpcWebVerdict(answer: Answer, sent: Sent, text: boolean, frames: Buffer | undefined): Verdict {
   const none = noAnswer(answer, sent);
   if (none !== null || answer.kind !== "answer") return none;
-  // The text form is not served: refused by content type, before anything is read.
-  if (contentType === "application/grpc-web-text") return answer.status === 415 ? null : `HTTP ${answer.status} for an unsupported gRPC-web content type`;
   if (answer.status !== 200) return `HTTP ${answer.status} for a gRPC-web call`;
-  const status = answer.headers["grpc-status"] !== undefined ? answer.headers : grpcWebTrailer(answer.body, answer.headers["grpc-encoding"]);
+  if (text && answer.headers["content-type"] !== "application/grpc-web-text+proto") return `content-type ${answer.headers["content-type"]} for the text form`;
+  if (frames === undefined) return "the text form answered with a body that is not base64";
+  const status = answer.headers["grpc-status"] !== undefined ? answer.headers : grpcWebTrailer(frames, answer.headers["grpc-encoding"]);
   if (status === undefined) return "no grpc-status in the headers and no trailer frame in the body";
   const bad = checkGrpcStatus(status, sent);
   if (bad !== null || status["grpc-status"] === "0") return bad;
