@@ -1,4 +1,4 @@
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { create, toBinary } from "@bufbuild/protobuf";
 import {
@@ -37,6 +37,13 @@ export function encryptBody(dir: string, name: string, keyId: string, keyVersion
   const ciphertext = new Uint8Array(plaintext.length + CIPHERTEXT_OVERHEAD);
   const response = toBinary(EncryptResponseSchema, create(EncryptResponseSchema, { keyId, keyVersionId, ciphertext }));
   return { file, responseBytes: 5 + response.length };
+}
+
+// gRPC-web's text form of encryptBody: the same frame in base64, answered with the message frame in base64.
+export function textEncryptBody(dir: string, name: string, keyId: string, keyVersionId: number, plaintext: Uint8Array): Body {
+  const binary = encryptBody(dir, name, keyId, keyVersionId, plaintext);
+  writeFileSync(binary.file!, readFileSync(binary.file!).toString("base64"));
+  return { file: binary.file, responseBytes: Math.ceil(binary.responseBytes / 3) * 4 };
 }
 
 // `answerBytes`: the size of the CryptoKey message this server answered in the check before the load.

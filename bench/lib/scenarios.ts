@@ -10,7 +10,7 @@ import type { KmsClient } from "./grpc-client.js";
 import type { LoadResult } from "./h2load.js";
 import { post } from "./http-client.js";
 import type { Reply } from "./http-client.js";
-import { decryptBody, encryptBody, getCryptoKeyBody, grpcFrame, jsonEncryptBody, jsonEncryptRequest } from "./payloads.js";
+import { decryptBody, encryptBody, getCryptoKeyBody, grpcFrame, jsonEncryptBody, jsonEncryptRequest, textEncryptBody } from "./payloads.js";
 import type { Body } from "./payloads.js";
 import type { RunningServer, ServerName } from "./servers.js";
 import { vcdInstantiate, vcdQuery } from "./vapp-scenarios.js";
@@ -19,7 +19,7 @@ import { vcdInstantiate, vcdQuery } from "./vapp-scenarios.js";
 // the targets of issue 8 on cloudplane's req/s. Each scenario also knows how to check a real answer end to end
 // (h2load sees HTTP statuses and byte counts only) and writes the body h2load posts.
 
-export type Protocol = "gRPC" | "gRPC-web" | "Connect" | "REST" | "VCD XML";
+export type Protocol = "gRPC" | "gRPC-web" | "gRPC-web text" | "Connect" | "REST" | "VCD XML";
 
 // A target on the req/s of cloudplane (and of a candidate) in one scenario, against another server of the same
 // scenario measured in the same rounds.
@@ -228,33 +228,46 @@ const connectEncrypt: Scenario = {
   },
 };
 
-// gRPC-web (binary), over h2c as well. The answer is the message frame, then a trailers frame in the body.
-const grpcWebEncrypt: Scenario = {
-  id: "grpc-web-encrypt-1k",
-  protocol: "gRPC-web",
-  method: "Encrypt",
-  payload: payloadName(KIB),
-  servers: ["cloudplane"],
-  targets: [],
-  transport: "h2c",
-  path: `${KMS}/Encrypt`,
-  headers: ["content-type: application/grpc-web+proto", "x-grpc-web: 1"],
-  async prepare({ subject: s, bodiesDir, bodyName, plaintexts }) {
-    const plaintext = plaintexts.get(KIB)!;
-    const body = grpcFrame(toBinary(EncryptRequestSchema, create(EncryptRequestSchema, { keyId: s.keyId, keyVersionId: 1, plaintext })));
-    const headers = { "content-type": "application/grpc-web+proto", "x-grpc-web": "1", authorization: s.authorization };
-    const reply = await post({ port: s.server.port, path: `${KMS}/Encrypt`, headers, body, h1: false });
-    const b = reply.body;
-    const length = b.length >= 5 ? b.readUInt32BE(1) : -1;
-    const trailer = length < 0 ? Buffer.alloc(0) : b.subarray(5 + length);
-    if (reply.status !== 200 || b[0] !== 0 || length < 0 || b.length < 5 + length || trailer[0] !== 0x80 || !/^grpc-status:\s*0\r?$/m.test(trailer.subarray(5).toString("latin1"))) {
-      throw new Error(`${s.name} gRPC-web: HTTP ${reply.status}, answer ${b.subarray(0, 200).toString("latin1")}`);
-    }
-    const answer = fromBinary(EncryptResponseSchema, b.subarray(5, 5 + length));
-    await checkSealed(s, "gRPC-web", answer.keyId, answer.keyVersionId, Buffer.from(answer.ciphertext), plaintext, null);
-    return encryptBody(bodiesDir, bodyName, s.keyId, 1, plaintext);
-  },
-};
+// gRPC-web over h2c as well, binary or in the text form (base64 both ways). The answer is the message frame, then a
+// trailers frame in the body.
+function grpcWebEncrypt(text: boolean): Scenario {
+  const contentType = text ? "application/grpc-web-text" : "application/grpc-web+proto";
+  return {
+    id: text ? "grpc-web-text-encrypt-1k" : "grpc-web-encrypt-1k",
+    protocol: text ? "gRPC-web text" : "gRPC-web",
+    method: "Encrypt",
+    payload: payloadName(KIB),
+    servers: ["cloudplane"],
+    targets: [],
+    transport: "h2c",
+    path: `${KMS}/Encrypt`,
+    headers: [`content-type: ${contentType}`, "x-grpc-web: 1"],
+    async prepare({ subject: s, bodiesDir, bodyName, plaintexts }) {
+      const plaintext = plaintexts.get(KIB)!;
+      const frame = grpcFrame(toBinary(EncryptRequestSchema, create(EncryptRequestSchema, { keyId: s.keyId, keyVersionId: 1, plaintext })));
+      const headers = { "content-type": contentType, "x-grpc-web": "1", authorization: s.authorization };
+      const reply = await post({ port: s.server.port, path: `${KMS}/Encrypt`, headers, body: text ? Buffer.from(frame.toString("base64")) : frame, h1: false });
+      const b = text ? base64Segments(reply.body) : reply.body;
+      const length = b.length >= 5 ? b.readUInt32BE(1) : -1;
+      const trailer = length < 0 ? Buffer.alloc(0) : b.subarray(5 + length);
+      const typeOk = !text || reply.headers["content-type"] === "application/grpc-web-text+proto";
+      if (reply.status !== 200 || !typeOk || b[0] !== 0 || length < 0 || b.length < 5 + length || trailer[0] !== 0x80 || !/^grpc-status:\s*0\r?$/m.test(trailer.subarray(5).toString("latin1"))) {
+        throw new Error(`${s.name} ${contentType}: HTTP ${reply.status} ${reply.headers["content-type"]}, answer ${b.subarray(0, 200).toString("latin1")}`);
+      }
+      const answer = fromBinary(EncryptResponseSchema, b.subarray(5, 5 + length));
+      await checkSealed(s, text ? "gRPC-web text" : "gRPC-web", answer.keyId, answer.keyVersionId, Buffer.from(answer.ciphertext), plaintext, null);
+      return text ? textEncryptBody(bodiesDir, bodyName, s.keyId, 1, plaintext) : encryptBody(bodiesDir, bodyName, s.keyId, 1, plaintext);
+    },
+  };
+}
+
+// gRPC-web's text form: base64 in segments, each possibly padded, decoded four characters at a time.
+function base64Segments(body: Buffer): Buffer {
+  const text = body.toString("latin1");
+  const groups: Buffer[] = [];
+  for (let at = 0; at + 4 <= text.length; at += 4) groups.push(Buffer.from(text.slice(at, at + 4), "base64"));
+  return Buffer.concat(groups);
+}
 
 // The same gRPC Encrypt 1 KiB load on cloudplane and on cloudplane started with PIPELINE_STAGES_OFF (servers.ts),
 // to report what the call pipeline's stages cost. A difference of a few percent is the question, so both run on
@@ -301,7 +314,8 @@ export const allScenarios: Scenario[] = [
   getKey,
   restEncrypt,
   connectEncrypt,
-  grpcWebEncrypt,
+  grpcWebEncrypt(false),
+  grpcWebEncrypt(true),
   pipelineStages,
   accessStages,
   metricsStage,

@@ -124,17 +124,20 @@ describe("requests whose body stalls are ended within the request timeout, on ev
   // connect-node allocated the length a Connect body or an envelope header declares before reading a byte of it:
   // 1,000 such connections made it hold 4 GB of buffers for bytes that never came, and the server stalled 1.2-2.6 s
   // under the collections that external memory set off (docs/robustness.md).
-  it("declared lengths of Connect and gRPC-web bodies are not allocated before their bytes arrive", async () => {
+  it("declared lengths of Connect and gRPC-web bodies (binary and text) are not allocated before their bytes arrive", async () => {
     const MIB = 1024 * 1024;
     const head = (contentType: string, length: number) =>
       Buffer.from(`POST /kms.v1.KeyManagerService/Encrypt HTTP/1.1\r\nHost: x\r\nAuthorization: ${adminAuth(target.url).authorization}\r\nContent-Type: ${contentType}\r\nContent-Length: ${length}\r\n\r\n`);
     // Each declares 4 MiB, the most the size limit allows, and sends a few bytes.
     const connectJson = Buffer.concat([head("application/json", 4 * MIB), Buffer.from('{"keyId":"')]);
     const grpcWeb = Buffer.concat([head("application/grpc-web+proto", 4 * MIB + 5), Buffer.from([0, 0, 0x40, 0, 0, 1, 2])]);
+    // The same envelope in the text form: its header and a byte, in base64.
+    const grpcWebText = Buffer.concat([head("application/grpc-web-text", Math.ceil((4 * MIB + 5) / 3) * 4), Buffer.from(Buffer.from([0, 0, 0x40, 0, 0, 1]).toString("base64"))]);
+    const requests = [connectJson, grpcWeb, grpcWebText];
     const before = await externalMemoryBytes();
     const sockets: { destroy(): void }[] = [];
     const slowestHealthMs = await slowestHealthDuring(target.url, async () => {
-      for (let i = 0; i < 50; i++) sockets.push(rawConnection(target.port, i % 2 === 0 ? connectJson : grpcWeb, Buffer.alloc(0), 0, performance.now()).socket);
+      for (let i = 0; i < 50; i++) sockets.push(rawConnection(target.port, requests[i % requests.length]!, Buffer.alloc(0), 0, performance.now()).socket);
       await sleep(500);
     });
     // 200 MiB declared in all.
