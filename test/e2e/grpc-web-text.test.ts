@@ -12,7 +12,7 @@ import { adminAuth } from "../support/credentials.js";
 import { frame } from "../support/raw-grpc.js";
 import { startServer } from "../support/server.js";
 import type { TestServer } from "../support/server.js";
-import { fromBase64Segments, wireCall } from "../support/wire-call.js";
+import { frames, fromBase64Segments, trailerFrame, wireCall } from "../support/wire-call.js";
 import type { WireAnswer } from "../support/wire-call.js";
 
 // gRPC-web's text form (application/grpc-web-text, the default mode of the grpc-web JavaScript client): the binary
@@ -46,28 +46,14 @@ interface TextAnswer {
   headers: http.IncomingHttpHeaders;
   // The body as it came, and decoded.
   text: string;
-  frames: { flags: number; payload: Buffer }[];
+  frames: [number, Buffer][];
   trailer: Record<string, string>;
 }
 
-function framesOf(body: Buffer): { flags: number; payload: Buffer }[] {
-  const out: { flags: number; payload: Buffer }[] = [];
-  for (let at = 0; at + 5 <= body.length; ) {
-    const length = body.readUInt32BE(at + 1);
-    out.push({ flags: body[at]!, payload: body.subarray(at + 5, at + 5 + length) });
-    at += 5 + length;
-  }
-  return out;
-}
-
-function trailerOf(frames: { flags: number; payload: Buffer }[]): Record<string, string> {
-  const out: Record<string, string> = {};
-  const trailer = frames.find((f) => (f.flags & 0x80) !== 0);
-  for (const line of trailer?.payload.toString("latin1").split("\r\n") ?? []) {
-    const colon = line.indexOf(":");
-    if (colon > 0) out[line.slice(0, colon).toLowerCase()] = line.slice(colon + 1).trim();
-  }
-  return out;
+// The status of a gRPC-web body's trailer frame; empty when it has none.
+function trailerOf(body: [number, Buffer][]): Record<string, string> {
+  const trailer = body.find(([flags]) => (flags & 0x80) !== 0);
+  return trailer === undefined ? {} : trailerFrame(trailer[1]);
 }
 
 // A text call over HTTP/1.1 whose body is written in the given pieces, one write each (chunked).
@@ -82,8 +68,8 @@ function textCall(url: string, method: DescMethod, pieces: string[], headers: Re
       res.on("data", (c: Buffer) => chunks.push(c));
       res.on("end", () => {
         const text = Buffer.concat(chunks).toString("latin1");
-        const frames = res.statusCode === 200 ? framesOf(fromBase64Segments(text)) : [];
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, text, frames, trailer: trailerOf(frames) });
+        const answerFrames = res.statusCode === 200 ? frames(fromBase64Segments(text)) : [];
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, text, frames: answerFrames, trailer: trailerOf(answerFrames) });
       });
     });
     req.on("error", reject);
@@ -131,13 +117,13 @@ describe("gRPC-web's text form", () => {
     const answer = await textCall(server.url, encrypt, [frame(toBinary(EncryptRequestSchema, request)).toString("base64")]);
     expect(answer.status).toBe(200);
     expect(answer.headers["content-type"]).toBe("application/grpc-web-text+proto");
-    expect(answer.frames.map((f) => f.flags)).toEqual([0x00, 0x80]);
+    expect(answer.frames.map(([flags]) => flags)).toEqual([0x00, 0x80]);
     expect(answer.trailer["grpc-status"]).toBe("0");
     // Two segments: the message frame's base64 and the trailer frame's, each whole (padded when it needs to be).
-    const messageFrame = Buffer.concat([Buffer.from([0, 0, 0, 0, 0]), answer.frames[0]!.payload]);
-    messageFrame.writeUInt32BE(answer.frames[0]!.payload.length, 1);
+    const messageFrame = Buffer.concat([Buffer.from([0, 0, 0, 0, 0]), answer.frames[0]![1]]);
+    messageFrame.writeUInt32BE(answer.frames[0]![1].length, 1);
     expect(answer.text.startsWith(messageFrame.toString("base64"))).toBe(true);
-    const sealed = fromBinary(EncryptResponseSchema, answer.frames[0]!.payload);
+    const sealed = fromBinary(EncryptResponseSchema, answer.frames[0]![1]);
     expect(sealed.keyVersionId).toBe(1);
     const opened = await wireCall(server.url, "grpc", decrypt, { keyId, ciphertext: sealed.ciphertext, additionalAuthenticatedData: new Uint8Array([1, 2]) }, adminAuth(server.url));
     expect(opened.code).toBe(0);
@@ -210,7 +196,7 @@ describe("gRPC-web's text form", () => {
       headers: { "content-type": "application/grpc-web+proto", ...adminAuth(server.url) },
       body: new Uint8Array(header),
     });
-    const binaryTrailer = trailerOf(framesOf(Buffer.from(await binary.arrayBuffer())));
+    const binaryTrailer = trailerOf(frames(Buffer.from(await binary.arrayBuffer())));
     const text = await textCall(server.url, encrypt, [header.toString("base64")]);
     expect(text.trailer["grpc-status"]).toBe("8");
     expect(errorInfo(text)).toEqual({ reason: "REQUEST_TOO_LARGE", domain: "kms" });
@@ -236,9 +222,9 @@ describe("gRPC-web's text form", () => {
         req.end(body);
       });
       expect(first.type).toBe("application/grpc-web-text+proto");
-      const [message] = framesOf(first.message);
-      expect(message!.flags).toBe(0);
-      expect(fromBinary(HealthCheckResponseSchema, message!.payload).status).toBe(HealthCheckResponse_ServingStatus.SERVING);
+      const [message] = frames(first.message);
+      expect(message![0]).toBe(0);
+      expect(fromBinary(HealthCheckResponseSchema, message![1]).status).toBe(HealthCheckResponse_ServingStatus.SERVING);
     } finally {
       session.destroy();
     }

@@ -6,7 +6,7 @@ import { codeToHttpStatus } from "../../src/transport/connect/connect-internals.
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import type { ErrorInfo } from "../../gen/google/rpc/error_details_pb.js";
 import { StatusSchema } from "../../gen/google/rpc/status_pb.js";
-import { connectCodes } from "../support/wire-call.js";
+import { connectCodes, fromBase64Segments } from "../support/wire-call.js";
 import type { Answer, Headers1 } from "./wire.js";
 
 // What every answer must be, whatever was sent: an answer (no hang, no reset, no dropped connection), never a
@@ -161,13 +161,13 @@ export function grpcWebTrailer(body: Buffer, encoding: string | undefined): Head
   return undefined;
 }
 
-// gRPC-web's text form: base64 in segments, each possibly padded; undefined when the body is not that.
+// gRPC-web's text form decoded; undefined when the body is not base64 segments.
 export function base64Segments(body: Buffer): Buffer | undefined {
-  const text = body.toString("latin1");
-  if (text.length % 4 !== 0 || /[^A-Za-z0-9+/=]/.test(text)) return undefined;
-  const groups: Buffer[] = [];
-  for (let at = 0; at < text.length; at += 4) groups.push(Buffer.from(text.slice(at, at + 4), "base64"));
-  return Buffer.concat(groups);
+  try {
+    return fromBase64Segments(body.toString("latin1"));
+  } catch {
+    return undefined;
+  }
 }
 
 // `frames`: the answer's frames, decoded from base64 for the text form (`text`); undefined when they were not.

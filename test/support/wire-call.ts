@@ -124,7 +124,7 @@ function grpcStatus(status: Record<string, string>): { code: number; message: st
 }
 
 // Length-prefixed messages of a gRPC or gRPC-web body: [flags, payload].
-function frames(body: Buffer): [number, Buffer][] {
+export function frames(body: Buffer): [number, Buffer][] {
   const out: [number, Buffer][] = [];
   let at = 0;
   while (at + 5 <= body.length) {
@@ -146,7 +146,8 @@ export function fromBase64Segments(text: string): Buffer {
   return Buffer.concat(groups);
 }
 
-function trailerFrame(payload: Buffer): Record<string, string> {
+// The headers of a gRPC-web trailer frame's payload, lower-case names.
+export function trailerFrame(payload: Buffer): Record<string, string> {
   const out: Record<string, string> = {};
   for (const line of payload.toString("latin1").split("\r\n")) {
     const colon = line.indexOf(":");

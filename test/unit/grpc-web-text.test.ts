@@ -80,6 +80,10 @@ describe("Base64Decoded", () => {
     await decoded.next();
     await decoded.return();
     expect(closed).toBe(true);
+    // Also when nothing was read yet.
+    closed = false;
+    await new Base64Decoded(source, refuse).return();
+    expect(closed).toBe(true);
   });
 });
 
@@ -116,6 +120,22 @@ describe("binaryFromText and textFromBinary", () => {
     expect(text.header?.get("content-type")).toBe("application/grpc-web-text+proto");
     expect(text.header?.has("content-length")).toBe(false);
     expect((await readAll(text.body!)).toString("latin1")).toBe(frames.map((f) => f.toString("base64")).join(""));
+  });
+
+  it("close connect-node's answer when the text answer is closed before anything was read", async () => {
+    let closed = false;
+    const body: AsyncIterable<Uint8Array> = {
+      [Symbol.asyncIterator]: () => ({
+        next: () => Promise.resolve({ done: true, value: undefined }),
+        return: () => {
+          closed = true;
+          return Promise.resolve({ done: true, value: undefined });
+        },
+      }),
+    };
+    const text = textFromBinary({ status: 200, header: new Headers({ "content-type": "application/grpc-web+proto" }), body });
+    await text.body![Symbol.asyncIterator]().return?.();
+    expect(closed).toBe(true);
   });
 
   it("leave an answer that is not gRPC-web alone, and say the text form of one without a body", () => {

@@ -41,28 +41,35 @@ export function textFromBinary(res: UniversalServerResponse): UniversalServerRes
   return { ...res, header, body: res.body === undefined ? undefined : new Base64Encoded(res.body) };
 }
 
-// The answer's chunks in base64. An iterator written out (not a generator), so that closing it (the peer left) closes
-// connect-node's own iterator even when no chunk was read yet, and its cleanup runs.
-class Base64Encoded implements AsyncIterable<Uint8Array>, AsyncIterator<Uint8Array> {
+// An iterator over another's chunks, written out (not a generator), so that closing it (the peer left, or Connect
+// stopped reading) closes the other even when no chunk was read yet, and connect-node's cleanup in it runs.
+abstract class ChunkIterator implements AsyncIterable<Uint8Array>, AsyncIterator<Uint8Array> {
   #it: AsyncIterator<Uint8Array> | null = null;
 
-  constructor(private readonly source: AsyncIterable<Uint8Array>) {}
+  constructor(private readonly chunks: AsyncIterable<Uint8Array>) {}
+
+  // The other iterator, made on first use.
+  protected get source(): AsyncIterator<Uint8Array> {
+    return (this.#it ??= this.chunks[Symbol.asyncIterator]());
+  }
 
   [Symbol.asyncIterator](): AsyncIterator<Uint8Array> {
-    this.#it ??= this.source[Symbol.asyncIterator]();
     return this;
   }
 
-  async next(): Promise<IteratorResult<Uint8Array>> {
-    const it = this.#it ?? (this.#it = this.source[Symbol.asyncIterator]());
-    const result = await it.next();
-    if (result.done === true) return result;
-    return { done: false, value: Buffer.from(bufferOf(result.value).toString("base64"), "latin1") };
-  }
+  abstract next(): Promise<IteratorResult<Uint8Array>>;
 
   async return(value?: unknown): Promise<IteratorResult<Uint8Array>> {
-    this.#it ??= this.source[Symbol.asyncIterator]();
-    return (await this.#it.return?.(value)) ?? { done: true, value: undefined };
+    return (await this.source.return?.(value)) ?? { done: true, value: undefined };
+  }
+}
+
+// The answer's chunks in base64.
+class Base64Encoded extends ChunkIterator {
+  async next(): Promise<IteratorResult<Uint8Array>> {
+    const result = await this.source.next();
+    if (result.done === true) return result;
+    return { done: false, value: Buffer.from(bufferOf(result.value).toString("base64"), "latin1") };
   }
 }
 
@@ -71,24 +78,19 @@ class Base64Encoded implements AsyncIterable<Uint8Array>, AsyncIterator<Uint8Arr
 // would send them; a character outside the alphabet, misplaced padding or a body that ends inside a group ends the
 // body with `refuse`. Nothing is held but those three characters: the limits of the decoded bytes are the counted
 // body's (counted-body.ts), which reads this.
-export class Base64Decoded implements AsyncIterable<Uint8Array>, AsyncIterator<Uint8Array> {
-  #it: AsyncIterator<Uint8Array> | null = null;
+export class Base64Decoded extends ChunkIterator {
   #held = "";
 
   constructor(
-    private readonly source: AsyncIterable<Uint8Array>,
+    chunks: AsyncIterable<Uint8Array>,
     private readonly refuse: () => ConnectError,
-  ) {}
-
-  [Symbol.asyncIterator](): AsyncIterator<Uint8Array> {
-    this.#it ??= this.source[Symbol.asyncIterator]();
-    return this;
+  ) {
+    super(chunks);
   }
 
   async next(): Promise<IteratorResult<Uint8Array>> {
-    const it = this.#it ?? (this.#it = this.source[Symbol.asyncIterator]());
     for (;;) {
-      const result = await it.next();
+      const result = await this.source.next();
       if (result.done === true) {
         if (this.#held !== "") throw this.refuse();
         return result;
@@ -99,11 +101,6 @@ export class Base64Decoded implements AsyncIterable<Uint8Array>, AsyncIterator<U
       // A chunk of fewer than four characters in all: nothing to pass on yet.
       if (whole > 0) return { done: false, value: decodeGroups(text.slice(0, whole), this.refuse) };
     }
-  }
-
-  async return(value?: unknown): Promise<IteratorResult<Uint8Array>> {
-    this.#it ??= this.source[Symbol.asyncIterator]();
-    return (await this.#it.return?.(value)) ?? { done: true, value: undefined };
   }
 }
 
