@@ -1,17 +1,12 @@
-import { createServer } from "node:http";
-import type { Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { join } from "node:path";
-import { build } from "esbuild";
-import { readFileSync } from "node:fs";
 import type { BrowserContext } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Code } from "@connectrpc/connect";
 import { startServer } from "../support/server.js";
 import type { TestServer } from "../support/server.js";
 import { storeSnapshot } from "../support/store-snapshot.js";
-import { tempDir } from "../support/temp-dir.js";
 import { launchChromium } from "./chromium.js";
+import { servePage } from "./page-server.js";
 import type { CrossOriginResult } from "./cross-origin-page.js";
 
 // Issue 13: a page of another origin calls the API from Chromium through CORS, with connect-web's gRPC-web and
@@ -20,25 +15,14 @@ import type { CrossOriginResult } from "./cross-origin-page.js";
 // nothing is stored.
 
 describe("cross-origin calls from Chromium (CORS)", () => {
-  const dir = tempDir();
-  let pages: Server;
+  let pages: { port: number; close(): Promise<void> };
   let pagePort = 0;
   let server: TestServer;
   let browser: { context: BrowserContext; close(): Promise<void> };
 
   beforeAll(async () => {
-    await build({ entryPoints: [join("test", "browser", "cross-origin-page.ts")], outfile: join(dir.path, "page.js"), bundle: true, format: "esm", target: "es2022", logLevel: "warning" });
-    const script = readFileSync(join(dir.path, "page.js"));
-    // A plain web server of the other origin: the page and its script.
-    pages = createServer((req, res) => {
-      if (req.url === "/page.js") {
-        res.writeHead(200, { "content-type": "text/javascript" }).end(script);
-      } else {
-        res.writeHead(200, { "content-type": "text/html" }).end('<!doctype html><title>elsewhere</title><script type="module" src="/page.js"></script>');
-      }
-    });
-    await new Promise<void>((resolve) => pages.listen(0, "127.0.0.1", resolve));
-    pagePort = (pages.address() as AddressInfo).port;
+    pages = await servePage(join("test", "browser", "cross-origin-page.ts"), "elsewhere");
+    pagePort = pages.port;
     // Allowed: the pages as http://localhost:<port>; the same pages as http://127.0.0.1:<port> are another origin.
     server = await startServer({ env: { CORS_ALLOWED_ORIGINS: `http://localhost:${pagePort}` } });
     browser = await launchChromium();
@@ -46,8 +30,7 @@ describe("cross-origin calls from Chromium (CORS)", () => {
   afterAll(async () => {
     await browser?.close();
     await server?.stop();
-    await new Promise((resolve) => pages?.close(resolve));
-    dir.remove();
+    await pages?.close();
   });
 
   async function callFrom(origin: string, protocol: "grpc-web" | "connect", name: string): Promise<CrossOriginResult> {

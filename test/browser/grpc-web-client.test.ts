@@ -1,15 +1,10 @@
-import { createServer } from "node:http";
-import type { Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { join } from "node:path";
-import { readFileSync } from "node:fs";
-import { build } from "esbuild";
 import type { BrowserContext } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startServer } from "../support/server.js";
 import type { TestServer } from "../support/server.js";
-import { tempDir } from "../support/temp-dir.js";
 import { launchChromium } from "./chromium.js";
+import { servePage } from "./page-server.js";
 import type { GrpcWebClientResult } from "./grpc-web-client-page.js";
 
 // The grpc-web JavaScript client (the `grpc-web` package, what protoc-gen-grpc-web's stubs run on) in Chromium, in
@@ -18,29 +13,21 @@ import type { GrpcWebClientResult } from "./grpc-web-client-page.js";
 // (docs/callers.md).
 
 describe("the grpc-web client in Chromium, text mode", () => {
-  const dir = tempDir();
-  let pages: Server;
+  let pages: { port: number; close(): Promise<void> };
   let pagePort = 0;
   let server: TestServer;
   let browser: { context: BrowserContext; close(): Promise<void> };
 
   beforeAll(async () => {
-    await build({ entryPoints: [join("test", "browser", "grpc-web-client-page.ts")], outfile: join(dir.path, "page.js"), bundle: true, format: "esm", target: "es2022", logLevel: "warning" });
-    const script = readFileSync(join(dir.path, "page.js"));
-    pages = createServer((req, res) => {
-      if (req.url === "/page.js") res.writeHead(200, { "content-type": "text/javascript" }).end(script);
-      else res.writeHead(200, { "content-type": "text/html" }).end('<!doctype html><title>grpc-web</title><script type="module" src="/page.js"></script>');
-    });
-    await new Promise<void>((resolve) => pages.listen(0, "127.0.0.1", resolve));
-    pagePort = (pages.address() as AddressInfo).port;
+    pages = await servePage(join("test", "browser", "grpc-web-client-page.ts"), "grpc-web");
+    pagePort = pages.port;
     server = await startServer({ env: { CORS_ALLOWED_ORIGINS: `http://localhost:${pagePort}` } });
     browser = await launchChromium();
   }, 60_000);
   afterAll(async () => {
     await browser?.close();
     await server?.stop();
-    await new Promise((resolve) => pages?.close(resolve));
-    dir.remove();
+    await pages?.close();
   });
 
   it("calls unary methods and a server stream, and sees refusals as gRPC errors", async () => {
