@@ -2,7 +2,7 @@ import http from "node:http";
 import http2 from "node:http2";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import type { DescMethod } from "@bufbuild/protobuf";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { HealthCheckRequestSchema, HealthCheckResponseSchema, HealthCheckResponse_ServingStatus } from "../../gen/grpc/health/v1/health_pb.js";
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { StatusSchema } from "../../gen/google/rpc/status_pb.js";
@@ -205,10 +205,11 @@ describe("gRPC-web's text form", () => {
     expect(shown).toEqual(binaryShown);
   });
 
-  it("streams: a health Watch over HTTP/2 sends its first message as a whole segment before the stream ends", async () => {
+  it("streams: a health Watch over HTTP/2 sends its first message as a whole segment before the stream ends, and stops watching when the caller leaves", async () => {
+    const KMS = "kms.v1.KeyManagerService";
     const session = http2.connect(server.url);
     try {
-      const body = frame(toBinary(HealthCheckRequestSchema, create(HealthCheckRequestSchema, { service: "kms.v1.KeyManagerService" }))).toString("base64");
+      const body = frame(toBinary(HealthCheckRequestSchema, create(HealthCheckRequestSchema, { service: KMS }))).toString("base64");
       const first = await new Promise<{ type: string | undefined; message: Buffer }>((resolve, reject) => {
         const req = session.request({ ":method": "POST", ":path": "/grpc.health.v1.Health/Watch", "content-type": "application/grpc-web-text", "x-grpc-web": "1" });
         let type: string | undefined;
@@ -225,8 +226,11 @@ describe("gRPC-web's text form", () => {
       const [message] = frames(first.message);
       expect(message![0]).toBe(0);
       expect(fromBinary(HealthCheckResponseSchema, message![1]).status).toBe(HealthCheckResponse_ServingStatus.SERVING);
+      expect(server.app.health.listenerCount(KMS)).toBe(1);
     } finally {
       session.destroy();
     }
+    // The caller left: its watch ends, as in the binary form.
+    await vi.waitFor(() => expect(server.app.health.listenerCount(KMS)).toBe(0), { timeout: 5000 });
   });
 });
