@@ -11,7 +11,7 @@ export interface XmlElement {
   name: string;
   attributes: Map<string, string>;
   children: XmlElement[];
-  // The element's text, trimmed.
+  // The element's text exactly as sent (its text nodes joined, references expanded, nothing trimmed).
   text: string;
 }
 
@@ -25,7 +25,10 @@ const parser = new XMLParser({
   preserveOrder: true,
   parseTagValue: false,
   parseAttributeValue: false,
-  trimValues: true,
+  // The library trims every text and attribute value by default, which stored name=" a" as "a" while REST refuses
+  // that name; values are passed on exactly as sent, for the domain to check as it does for every surface. The
+  // white space between elements is kept too, as text of their parent, and ignored there.
+  trimValues: false,
   processEntities: true,
   // Needed for character references (&#65;); the library ties them to this option, which also reads HTML's named
   // entities (&nbsp;), never a declared one.
@@ -87,10 +90,10 @@ function toElement(node: Node, scope: Map<string, string>, depth: number): XmlEl
     if (elementName(child) !== null) children.push(toElement(child, inner, depth + 1));
     else if (typeof child["#text"] === "string") text += child["#text"];
   }
-  return { ns: ns ?? "", name: colon < 0 ? qname : qname.slice(colon + 1), attributes, children, text: text.trim() };
+  return { ns: ns ?? "", name: colon < 0 ? qname : qname.slice(colon + 1), attributes, children, text };
 }
 
-// xs:boolean.
+// xs:boolean, whose white space the schema collapses (so " true " is true).
 export function xmlBoolean(value: string | undefined, what: string): boolean {
   switch (value?.trim()) {
     case undefined:
