@@ -17,7 +17,9 @@ export const reasons = {
   CRYPTO_KEY_VERSION_NOT_FOUND: "The key has no version with the given number.",
   CRYPTO_KEY_NAME_TAKEN: "Another live key of the namespace already has this name.",
   CRYPTO_KEY_VERSION_NOT_ENABLED: "The operation needs an ENABLED version and the version is in another state.",
-  CRYPTO_KEY_VERSION_IS_PRIMARY: "The primary version cannot be disabled or destroyed; make another version primary first.",
+  CRYPTO_KEY_VERSION_IS_PRIMARY: "An ENABLED primary version cannot be disabled or destroyed; make another version primary first.",
+  CRYPTO_KEY_DESTRUCTION_SCHEDULED:
+    "The key is scheduled for destruction (DestroyCryptoKey): it serves neither Encrypt nor Decrypt and takes no new version until one of its versions is restored, enabled and made primary.",
   CRYPTO_KEY_VERSION_STATE_TRANSITION: "The version's current state does not allow the requested transition.",
   CIPHERTEXT_INVALID: "The ciphertext was altered, truncated, made with another key or checked with other additional authenticated data.",
   HEALTH_SERVICE_UNKNOWN: "Health check of a service name the server does not report on.",

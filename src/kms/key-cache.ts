@@ -1,6 +1,7 @@
 import { CachedKey, CachedVersion } from "./cached-key.js";
 import type { KeyEntry } from "./cached-key.js";
 import type { MasterKey } from "./master-key.js";
+import { destructionPending } from "./model.js";
 import type { KeyAggregate } from "./model.js";
 import { PackedKeys } from "./packed-keys.js";
 
@@ -69,9 +70,11 @@ export class KeyCache {
   }
 
   // Unwraps the material of every ENABLED version; throws when the master key cannot. Changes nothing. Without
-  // `unwrap`, no material is unwrapped and every key is null: an entry for metadata only, never installed.
+  // `unwrap`, no material is unwrapped and every key is null: an entry for metadata only, never installed. A key
+  // whose destruction is pending keeps no material at all, so that no version of it serves Encrypt or Decrypt.
   build(aggregate: KeyAggregate, unwrap = true): CachedKey {
-    const usable = aggregate.versions.filter((v) => unwrap && v.state === "ENABLED" && v.wrappedMaterial !== null);
+    const serving = unwrap && !destructionPending(aggregate.key, aggregate.versions);
+    const usable = aggregate.versions.filter((v) => serving && v.state === "ENABLED" && v.wrappedMaterial !== null);
     const materials = usable.map((v) => this.masterKey.unwrap(v.wrappedMaterial!, v.keyId, v.id));
     const versions = aggregate.versions.map((v) => {
       const at = usable.indexOf(v);

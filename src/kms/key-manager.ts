@@ -7,7 +7,7 @@ import type { VersionKey } from "./ciphertext.js";
 import type { CachedKey, KeyEntry } from "./cached-key.js";
 import type { KeyCache } from "./key-cache.js";
 import type { MasterKey } from "./master-key.js";
-import { computeGoneAt, effectiveState, isGone, keyLengthBytes, mergeVersions } from "./model.js";
+import { computeGoneAt, destructionPending, effectiveState, isGone, keyLengthBytes, mergeVersions } from "./model.js";
 import type { Algorithm, CryptoKeyRecord, CryptoKeyVersionRecord, KeyAggregate, VersionInfo } from "./model.js";
 import { applyTransition } from "./state-machine.js";
 import type { Transition } from "./state-machine.js";
@@ -91,6 +91,21 @@ function notEnabled(keyId: string, versionId: number, state: string): DomainErro
   );
 }
 
+// Why a version offers no key: it is not ENABLED, or its key's destruction is pending (the entry then holds no
+// material for any version, key-cache.ts).
+function unusable(keyId: string, versionId: number, state: string): DomainError {
+  return state === "ENABLED" ? destructionScheduled(keyId) : notEnabled(keyId, versionId, state);
+}
+
+function destructionScheduled(keyId: string): DomainError {
+  return failedPrecondition(
+    "kms",
+    "CRYPTO_KEY_DESTRUCTION_SCHEDULED",
+    `keys/${keyId}`,
+    `key ${keyId} is scheduled for destruction: it serves no Encrypt or Decrypt and takes no new version until one of its versions is restored, enabled and made primary`,
+  );
+}
+
 // The key management domain: every rule of CONTRACT section 5 lives here, in terms of plain records.
 export class KeyManager {
   constructor(
@@ -106,18 +121,6 @@ export class KeyManager {
     const wrappedMaterial = this.masterKey.wrap(material, keyId, id);
     material.fill(0);
     return { keyId, id, state: "ENABLED", algorithm, createdAt: now, destroyAt: null, wrappedMaterial };
-  }
-
-  // Proves that the master key is the one this key's material was wrapped with, before new material is wrapped
-  // under it. Without this, a key whose other versions are not ENABLED (so the cache entry unwraps none of them)
-  // would take a version wrapped under a wrong master key, and that version would break the whole key once the
-  // right master key is back. A live key always has stored material: it is erased only when a version is DESTROYED.
-  private proveMasterKey(current: KeyAggregate): void {
-    for (const v of current.versions) {
-      if (v.wrappedMaterial === null) continue;
-      this.masterKey.unwrap(v.wrappedMaterial, v.keyId, v.id).fill(0);
-      return;
-    }
   }
 
   // Runs a decision on one key in the store's transaction. The cache entry of the outcome is built inside that
@@ -221,7 +224,8 @@ export class KeyManager {
 
   async createVersion(keyId: string, algorithm: Algorithm | null): Promise<CryptoKeyVersionRecord> {
     const { result } = await this.mutate(keyId, (current, now) => {
-      this.proveMasterKey(current);
+      // A new version would otherwise serve at once, undoing the destruction its owner asked for.
+      if (destructionPending(current.key, current.versions)) throw destructionScheduled(keyId);
       const version = this.newVersion(keyId, current.key.nextVersionId, algorithm ?? current.key.defaultAlgorithm, now);
       const key = { ...current.key, nextVersionId: version.id + 1, goneAt: null };
       return { key, versions: [version], result: version };
@@ -327,7 +331,7 @@ export class KeyManager {
   private enabledKey(entry: KeyEntry, versionId: number): VersionKey {
     const version = entry.version(versionId);
     if (version === undefined) throw versionNotFound(entry.id, versionId);
-    if (version.key === null) throw notEnabled(entry.id, versionId, effectiveState(version, this.clock.now()));
+    if (version.key === null) throw unusable(entry.id, versionId, effectiveState(version, this.clock.now()));
     return version.key;
   }
 
@@ -342,7 +346,7 @@ export class KeyManager {
     const version = versionId === null ? undefined : entry.version(versionId);
     // A ciphertext naming a version this key never had is as invalid as a tampered one: same answer.
     if (versionId === null || version === undefined) throw invalidCiphertext();
-    if (version.key === null) throw notEnabled(entry.id, versionId, effectiveState(version, this.clock.now()));
+    if (version.key === null) throw unusable(entry.id, versionId, effectiveState(version, this.clock.now()));
     const plaintext = open(version.key, ciphertext, aad);
     if (plaintext === null) throw invalidCiphertext();
     return { versionId, plaintext };
@@ -373,7 +377,8 @@ export class KeyManager {
         if (key.rotationPeriodMs === null || key.nextRotationAt === null || key.nextRotationAt > now || key.goneAt !== null) {
           return { key, versions: [], result: undefined };
         }
-        this.proveMasterKey(current);
+        // A key being destroyed does not rotate: its new primary would undo the destruction.
+        if (destructionPending(key, current.versions)) return { key, versions: [], result: undefined };
         const version = this.newVersion(keyId, key.nextVersionId, key.defaultAlgorithm, now);
         // After a long outage the schedule restarts from now instead of rotating once per missed period.
         let next = key.nextRotationAt + key.rotationPeriodMs;

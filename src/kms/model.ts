@@ -54,6 +54,19 @@ export function effectiveState(version: Pick<CryptoKeyVersionRecord, "state" | "
   return version.state;
 }
 
+// After DestroyCryptoKey a key serves neither Encrypt nor Decrypt, takes no new version and does not rotate, until
+// one of its versions is restored, enabled and made primary (CONTRACT section 5). Outside that the primary is always
+// ENABLED: an ENABLED primary can be neither disabled nor destroyed, and only an ENABLED version can be made primary.
+// So a primary in another state is exactly a pending destruction, and nothing more needs storing.
+export function destructionPending(
+  key: Pick<CryptoKeyRecord, "primaryVersionId">,
+  versions: readonly Pick<CryptoKeyVersionRecord, "id" | "state">[],
+): boolean {
+  if (key.primaryVersionId === null) return false;
+  const primary = versions.find((v) => v.id === key.primaryVersionId);
+  return primary !== undefined && primary.state !== "ENABLED";
+}
+
 export function isGone(key: CryptoKeyRecord, now: number): boolean {
   return key.goneAt !== null && key.goneAt <= now;
 }

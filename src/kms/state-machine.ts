@@ -39,7 +39,9 @@ export function applyTransition(
     );
   }
   if (current === rule.to) return { version, changed: false };
-  if (options.isPrimary && (transition === "disable" || transition === "destroy")) {
+  // Only an ENABLED primary is kept: after DestroyCryptoKey and a restore the primary is DISABLED, and the table of
+  // CONTRACT section 5 lets a DISABLED version be destroyed again.
+  if (options.isPrimary && current === "ENABLED" && (transition === "disable" || transition === "destroy")) {
     throw failedPrecondition(
       "kms",
       "CRYPTO_KEY_VERSION_IS_PRIMARY",

@@ -283,6 +283,41 @@ describe.each(protocols)("key management scenario over %s", (protocol) => {
     expect(failure).toMatchObject({ code: 9, reason: "CRYPTO_KEY_VERSION_NOT_ENABLED" });
   });
 
+  it("a destroyed key serves nothing and takes no version until a restored, enabled version is made primary", async () => {
+    const doomed = await kms.createKey({ parentId: namespace, name: "destroyed-then-saved" });
+    const id = doomed.id ?? "";
+    await kms.createVersion(id);
+    const sealed = (await kms.encrypt({ keyId: id, keyVersionId: 2, plaintext: bytes("kept") })).ciphertext;
+    await kms.destroyKey(id);
+    await kms.restoreVersion(id, 2);
+    expect((await kms.enableVersion(id, 2)).state).toBe("ENABLED");
+
+    // Version 2 is ENABLED, but its key is still being destroyed: the primary, version 1, is not ENABLED.
+    const scheduled = (failure: KmsFailure): void => {
+      expect(failure).toMatchObject({
+        code: 9,
+        reason: "CRYPTO_KEY_DESTRUCTION_SCHEDULED",
+        domain: "kms",
+        message: `key ${id} is scheduled for destruction: it serves no Encrypt or Decrypt and takes no new version until one of its versions is restored, enabled and made primary`,
+      });
+      expect(failure.preconditionViolations).toEqual([{ type: "STATE", subject: `keys/${id}`, description: failure.message }]);
+      if (protocol === "rest") expect(failure.httpStatus).toBe(400);
+    };
+    scheduled(await failureOf(kms.encrypt({ keyId: id, keyVersionId: 2, plaintext: bytes("no") })));
+    scheduled(await failureOf(kms.decrypt({ keyId: id, ciphertext: sealed })));
+    scheduled(await failureOf(kms.createVersion(id)));
+    expect((await kms.listVersions(id)).map((v) => [v.id, v.state])).toEqual([[1, "DESTROYED_SCHEDULED"], [2, "ENABLED"]]);
+
+    // The table of CONTRACT section 5 keeps only an ENABLED primary from being destroyed.
+    expect((await kms.restoreVersion(id, 1)).state).toBe("DISABLED");
+    expect((await kms.destroyVersion(id, 1)).state).toBe("DESTROYED_SCHEDULED");
+
+    expect((await kms.setPrimary(id, 2)).primary).toMatchObject({ id: 2, state: "ENABLED" });
+    expect(text((await kms.decrypt({ keyId: id, ciphertext: sealed })).plaintext)).toBe("kept");
+    expect((await kms.encrypt({ keyId: id, keyVersionId: 2, plaintext: bytes("again") })).keyVersionId).toBe(2);
+    expect((await kms.createVersion(id)).id).toBe(3);
+  });
+
   it("once every version of a destroyed key is destroyed, the key is gone and its name is free", async () => {
     const pagingNamespace = `paging-${protocol}`;
     const [doomed] = await kms.listKeys(pagingNamespace, { limit: 1, offset: 4 });

@@ -102,9 +102,9 @@ describe("KeyManager: a failed mutation", () => {
     expect((await store.getKey(destroying.key.id))?.versions[1]).toMatchObject({ state: "DESTROYED", wrappedMaterial: null });
   });
 
-  it("under a wrong master key adds no version to a key without an ENABLED version, by call or by rotation", async () => {
-    // Nothing of such a key is unwrapped to build its cache entry, so only the check of the master key against the
-    // key's stored material stops a version wrapped under the wrong one.
+  it("adds no version to a key without an ENABLED version (being destroyed), by call or by rotation, under either master key", async () => {
+    // Nothing of such a key is unwrapped to build its cache entry, so a version wrapped under a wrong master key
+    // would go unnoticed; the key's pending destruction refuses it before that matters.
     const manager = managerWith(right);
     const { key } = await newKey(manager, DAY);
     await manager.destroyKey(key.id);
@@ -112,8 +112,12 @@ describe("KeyManager: a failed mutation", () => {
     clock.advance(DAY);
 
     const misconfigured = managerWith(wrong);
-    await failsCommittingNothing(() => misconfigured.createVersion(key.id, null));
-    await failsCommittingNothing(() => misconfigured.rotateDue());
+    for (const m of [misconfigured, manager]) {
+      expect(await failsCommittingNothing(() => m.createVersion(key.id, null))).toBe("CRYPTO_KEY_DESTRUCTION_SCHEDULED");
+      const before = storeSnapshot(dir.path);
+      await m.rotateDue();
+      expect(storeSnapshot(dir.path)).toEqual(before);
+    }
 
     await manager.transition(key.id, 1, "enable");
     const v2 = await manager.createVersion(key.id, null);

@@ -133,6 +133,24 @@ describe("KeyManager on the SQLite store", () => {
     expect((await manager.getKey(key.id)).key.goneAt).toBeNull();
   });
 
+  it("a key being destroyed does not rotate, even with an ENABLED version, until that version is made primary", async () => {
+    const view = await manager.createKey({ parentId: "ns", name: "", description: "", labels: [], rotationPeriodMs: DAY, defaultAlgorithm: "AES_256", owner: "alice" });
+    const id = view.key.id;
+    await manager.createVersion(id, null);
+    await manager.destroyKey(id);
+    await manager.transition(id, 2, "restore");
+    await manager.transition(id, 2, "enable");
+    clock.advance(2 * DAY);
+    await manager.rotateDue();
+    expect((await manager.listVersions(id, { limit: 10, offset: 0 })).map((v) => v.id)).toEqual([1, 2]);
+    expect(await reason(() => manager.encrypt(id, 2, Buffer.from("x"), new Uint8Array()))).toBe("CRYPTO_KEY_DESTRUCTION_SCHEDULED");
+
+    await manager.setPrimary(id, 2);
+    await manager.encrypt(id, 2, Buffer.from("x"), new Uint8Array());
+    expect(await manager.rotateDue()).toBe(1);
+    expect((await manager.getKey(id)).primary?.id).toBe(3);
+  });
+
   it("pages keys by creation time and versions by id", async () => {
     const ids: string[] = [];
     for (let i = 0; i < 5; i++) {

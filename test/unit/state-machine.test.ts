@@ -71,6 +71,11 @@ describe("version state machine", () => {
     expect(applyTransition(version("ENABLED"), "enable", { now, isPrimary: true, destroyGraceMs: grace }).changed).toBe(false);
   });
 
+  it("lets a DISABLED primary (restored after DestroyCryptoKey) be destroyed again", () => {
+    const result = applyTransition(version("DISABLED"), "destroy", { now, isPrimary: true, destroyGraceMs: grace });
+    expect(result.version).toMatchObject({ state: "DESTROYED_SCHEDULED", destroyAt: now + grace });
+  });
+
   it("treats a scheduled version past destroyAt as DESTROYED: restore is refused", () => {
     const due = version("DESTROYED_SCHEDULED", now - 1);
     const error = (() => {
