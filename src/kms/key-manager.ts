@@ -189,8 +189,17 @@ export class KeyManager {
       const key = { ...current.key, ...changes };
       if (changes.rotationPeriodMs === null) {
         key.nextRotationAt = null;
-      } else if (changes.rotationPeriodMs !== undefined && changes.nextRotationAt === undefined) {
+      } else if (changes.rotationPeriodMs !== undefined && (changes.nextRotationAt ?? null) === null) {
+        // A period set with no next time (left out, or cleared under the same mask) starts from now.
         key.nextRotationAt = now + changes.rotationPeriodMs;
+      } else if (changes.nextRotationAt === null && key.rotationPeriodMs !== null) {
+        // The key would still show its period and never rotate again.
+        throw invalidArgument("kms", [
+          {
+            field: "key.nextRotationTime",
+            description: "cannot be cleared while the key has a rotationPeriod; clear rotationPeriod (in the mask, empty) to stop rotation, or give a new time",
+          },
+        ]);
       }
       if (key.nextRotationAt !== null && key.rotationPeriodMs === null) {
         throw invalidArgument("kms", [

@@ -27,6 +27,8 @@ interface Fixture {
   foreignKeyId: string;
   // v1 primary, v2 DESTROYED (past its destroyAt).
   destroyedKeyId: string;
+  // Rotates every hour.
+  rotatingKeyId: string;
   ciphertext: Uint8Array;
   aadCiphertext: Uint8Array;
   foreignCiphertext: Uint8Array;
@@ -197,6 +199,11 @@ const cases: Case[] = [
     call: ({ kms, fx }) => kms.decrypt({ keyId: fx.keyId, ciphertext: fx.aadCiphertext, aad: new TextEncoder().encode("other aad") }),
     code: 3, http: 400, reason: "CIPHERTEXT_INVALID", field: "ciphertext",
   },
+  {
+    name: "UpdateCryptoKey clearing nextRotationTime of a key that has a rotationPeriod",
+    call: ({ kms, fx }) => kms.updateKey(fx.rotatingKeyId, {}, ["nextRotationTime"]),
+    code: 3, http: 400, reason: "REQUEST_INVALID", field: "key.nextRotationTime",
+  },
   // --- unknown resources ---
   {
     name: "unknown key",
@@ -364,11 +371,13 @@ describe.each<Surface>(["rest", "grpc"])("bad input over %s", (surface) => {
     const destroyedKeyId = destroyed.id ?? "";
     await kms.createVersion(destroyedKeyId);
     await kms.destroyVersion(destroyedKeyId, 2);
+    const rotating = await kms.createKey({ parentId: NAMESPACE, name: "rotating", rotationPeriodSeconds: 3600 });
     const plaintext = new TextEncoder().encode("fixture plaintext");
     fx = {
       keyId,
       foreignKeyId: foreign.id ?? "",
       destroyedKeyId,
+      rotatingKeyId: rotating.id ?? "",
       ciphertext: (await kms.encrypt({ keyId, keyVersionId: 1, plaintext })).ciphertext,
       aadCiphertext: (await kms.encrypt({ keyId, keyVersionId: 1, plaintext, aad: new TextEncoder().encode("right aad") })).ciphertext,
       foreignCiphertext: (await kms.encrypt({ keyId: foreign.id ?? "", keyVersionId: 1, plaintext })).ciphertext,

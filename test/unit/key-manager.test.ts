@@ -151,6 +151,19 @@ describe("KeyManager on the SQLite store", () => {
     expect((await manager.getKey(id)).primary?.id).toBe(3);
   });
 
+  it("never leaves a rotation period without a next rotation time", async () => {
+    const view = await manager.createKey({ parentId: "ns", name: "", description: "", labels: [], rotationPeriodMs: DAY, defaultAlgorithm: "AES_256", owner: "alice" });
+    const id = view.key.id;
+    expect(await reason(() => manager.updateKey(id, { nextRotationAt: null }))).toBe("REQUEST_INVALID");
+    expect((await manager.getKey(id)).key.nextRotationAt).toBe(view.key.createdAt + DAY);
+    // A period and an empty next time under one mask: the next time starts from now.
+    clock.advance(1000);
+    const updated = await manager.updateKey(id, { rotationPeriodMs: 2 * DAY, nextRotationAt: null });
+    expect(updated.key.nextRotationAt).toBe(clock.now() + 2 * DAY);
+    // Clearing both stops rotation.
+    expect((await manager.updateKey(id, { rotationPeriodMs: null, nextRotationAt: null })).key.nextRotationAt).toBeNull();
+  });
+
   it("pages keys by creation time and versions by id", async () => {
     const ids: string[] = [];
     for (let i = 0; i < 5; i++) {
