@@ -63,3 +63,68 @@ describe("white space in values", () => {
     expect(await restVApp(res)).toMatchObject({ name: "pretty", description: "d" });
   });
 });
+
+describe("references and characters XML forbids", () => {
+  const forbidden = (ref: string, which: string): string => `the character reference ${ref} names ${which}, which XML 1.0 does not allow in a document`;
+  const undeclared = (ref: string): string => `the entity ${ref} is not declared; only XML's predefined entities (&lt; &gt; &amp; &apos; &quot;) and character references are expanded`;
+
+  it("a character reference to a character XML 1.0 excludes is 400, not dropped", async () => {
+    const cases: [string, string][] = [
+      ["&#1;", "U+0001"],
+      ["&#0;", "U+0000"],
+      ["&#x1F;", "U+001F"],
+      ["&#xD800;", "U+D800"],
+      ["&#xdfff;", "U+DFFF"],
+      ["&#xFFFE;", "U+FFFE"],
+      ["&#65535;", "U+FFFF"],
+      ["&#x110000;", "no Unicode character"],
+      ["&#99999999999999999999;", "no Unicode character"],
+    ];
+    for (const [ref, which] of cases) {
+      await refused(params({ name: `a${ref}b` }), "BAD_REQUEST", forbidden(ref, which), "XML_INVALID");
+      await refused(params({ description: `a${ref}b` }), "BAD_REQUEST", forbidden(ref, which), "XML_INVALID");
+    }
+  });
+
+  it("an entity that was never declared, HTML's among them, is 400, not kept as text", async () => {
+    for (const ref of ["&foo;", "&nbsp;", "&copy;"]) {
+      await refused(params({ description: `a${ref}b` }), "BAD_REQUEST", undeclared(ref), "XML_INVALID");
+      await refused(params({ name: `a${ref}b` }), "BAD_REQUEST", undeclared(ref), "XML_INVALID");
+    }
+  });
+
+  it("a reference that is not of its form, or a bare &, is 400", async () => {
+    await refused(params({ name: "a&#x;b" }), "BAD_REQUEST", "&#x; is not a character reference: write &#<decimal digits>; or &#x<hex digits>;", "XML_INVALID");
+    await refused(params({ name: "a&#12a;b" }), "BAD_REQUEST", "&#12a; is not a character reference: write &#<decimal digits>; or &#x<hex digits>;", "XML_INVALID");
+    await refused(params({ name: "a & b" }), "BAD_REQUEST", "an & begins no reference: write a literal & as &amp;", "XML_INVALID");
+    await refused(params({ name: "a & b;" }), "BAD_REQUEST", "an & begins no reference: write a literal & as &amp;", "XML_INVALID");
+  });
+
+  it("such a character written as it is, or bytes that are not UTF-8, are 400", async () => {
+    await refused(params({ description: "a\u0001b" }), "BAD_REQUEST", "the body holds U+0001 (line 2), which XML 1.0 does not allow in a document", "XML_INVALID");
+    await refused(params({ name: "a\uFFFEb" }), "BAD_REQUEST", "the body holds U+FFFE (line 2), which XML 1.0 does not allow in a document", "XML_INVALID");
+    const before = resourceSnapshot(server.dataDir);
+    // C3 28: a lead byte whose continuation is missing.
+    const [head, tail] = params({ description: "a" }).split("<Description>a") as [string, string];
+    const bytes = Buffer.concat([Buffer.from(`${head}<Description>a`), Buffer.from([0xc3, 0x28]), Buffer.from(tail)]);
+    const res = await fetch(`${server.url}/api/vdc/${MOSCOW}/action/instantiateVAppTemplate`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${server.token}`, accept: "application/*+xml;version=38.0", "content-type": "application/vnd.vmware.vcloud.instantiateVAppTemplateParams+xml" },
+      body: bytes,
+    });
+    expect(res.status).toBe(400);
+    expect(res.headers.get("content-type")).toBe(errorType);
+    expect(await res.text()).toBe(errorXml(400, "BAD_REQUEST", "the body is not UTF-8 text; send the XML document encoded as UTF-8", "XML_INVALID"));
+    expect(resourceSnapshot(server.dataDir)).toEqual(before);
+  });
+
+  it("the predefined entities and references to allowed characters are expanded", async () => {
+    const res = await instantiate(server.url, server.token, MOSCOW, params({ name: "r&amp;d &lt;&gt;&quot;&apos; &#65;&#x1F600;&#xE000;", description: "&#x9;tab&#xA;&#xD;" }));
+    expect(res.status, res.text).toBe(201);
+    expect(await restVApp(res)).toMatchObject({ name: "r&d <>\"' A\u{1F600}\uE000", description: "\ttab\n\r" });
+    // Line ends written as they are are read as XML reads them (section 2.11): CR LF and CR as LF.
+    const lines = await instantiate(server.url, server.token, MOSCOW, params({ name: "lines", description: "l1\r\nl2\rl3\n" }));
+    expect(lines.status, lines.text).toBe(201);
+    expect(await restVApp(lines)).toMatchObject({ description: "l1\nl2\nl3\n" });
+  });
+});

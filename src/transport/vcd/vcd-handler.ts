@@ -124,8 +124,7 @@ export function createVcdHandler(settings: VcdSettings): (req: NodeRequest, res:
     }
     let request;
     try {
-      const body = Buffer.from(await readBody(req, MAX_XML_BODY_BYTES, instantiate.policy.domain)).toString("utf8");
-      request = decodeInstantiateParams(body, vdcId);
+      request = decodeInstantiateParams(utf8Text(await readBody(req, MAX_XML_BODY_BYTES, instantiate.policy.domain)), vdcId);
     } catch (err) {
       if (err instanceof XmlRefusal) return refusal(version, 400, err.message, "XML_INVALID");
       if (err instanceof ClientGoneError) throw err;
@@ -195,6 +194,16 @@ function idBetween(path: string, prefix: string, suffix: string): string | null 
     return decodeURIComponent(raw);
   } catch {
     return null;
+  }
+}
+
+// The body as text. Bytes that are not UTF-8 are refused, not replaced by U+FFFD as Buffer's decoding would: the
+// document would not be the one sent. A byte order mark is dropped.
+function utf8Text(bytes: Uint8Array): string {
+  try {
+    return new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+  } catch {
+    throw new XmlRefusal("the body is not UTF-8 text; send the XML document encoded as UTF-8");
   }
 }
 

@@ -1,9 +1,14 @@
 import { XMLParser, XMLValidator } from "fast-xml-parser";
+import { XmlRefusal } from "./xml-refusal.js";
+import { codePointName, isXmlChar, strictReferences } from "./xml-references.js";
+
+export { XmlRefusal } from "./xml-refusal.js";
 
 // Request documents of the virtualization API, read with fast-xml-parser into elements with resolved namespaces.
 // No DTD is ever read: the library would read a DOCTYPE's entity declarations, so a body that holds the markup of
-// one (`<!DOCTYPE`, `<!ENTITY`) is refused before parsing, and only XML's five predefined entities and character
-// references (and HTML's named entities) are expanded. No request of this API needs a DTD.
+// one (`<!DOCTYPE`, `<!ENTITY`) is refused before parsing. Only XML's five predefined entities and character
+// references are expanded; any other entity, or a reference to a character XML 1.0 forbids, is refused
+// (`xml-references.ts`), as is such a character written as it is.
 
 export interface XmlElement {
   // Namespace URI; "" for none.
@@ -13,10 +18,6 @@ export interface XmlElement {
   children: XmlElement[];
   // The element's text exactly as sent (its text nodes joined, references expanded, nothing trimmed).
   text: string;
-}
-
-export class XmlRefusal extends Error {
-  override readonly name = "XmlRefusal";
 }
 
 const parser = new XMLParser({
@@ -30,9 +31,8 @@ const parser = new XMLParser({
   // white space between elements is kept too, as text of their parent, and ignored there.
   trimValues: false,
   processEntities: true,
-  // Needed for character references (&#65;); the library ties them to this option, which also reads HTML's named
-  // entities (&nbsp;), never a declared one.
-  htmlEntities: true,
+  // Expands the predefined entities and character references, and refuses every other reference.
+  entityDecoder: strictReferences,
   ignoreDeclaration: true,
   ignorePiTags: true,
 });
@@ -47,18 +47,34 @@ export function readXml(body: string): XmlElement {
     throw new XmlRefusal("the body declares a DOCTYPE or entities, which this API does not accept");
   }
   if (body.trim() === "") throw new XmlRefusal("the body is empty; send the request's XML document");
+  refuseForbiddenCharacters(body);
+  // XML's end-of-line handling (section 2.11), which the library leaves out: a processor reads CR LF and a lone CR
+  // as LF, before parsing, so a Description written on Windows is stored as the same text.
+  body = body.replaceAll("\r\n", "\n").replaceAll("\r", "\n");
   const valid = XMLValidator.validate(body);
   if (valid !== true) throw new XmlRefusal(`the body is not well-formed XML: ${valid.err.msg} (line ${valid.err.line})`);
   let nodes: Node[];
   try {
     nodes = parser.parse(body) as Node[];
   } catch (err) {
+    if (err instanceof XmlRefusal) throw err;
     // The library's own limits (nesting, entity expansion) and whatever its validator let through.
     throw new XmlRefusal(`the body could not be read as XML: ${err instanceof Error ? err.message : String(err)}`);
   }
   const roots = nodes.filter((n) => elementName(n) !== null);
   if (roots.length !== 1) throw new XmlRefusal("the body must hold exactly one root element");
   return toElement(roots[0]!, new Map([["xml", "http://www.w3.org/XML/1998/namespace"]]), 1);
+}
+
+// A character outside XML 1.0's Char production (a C0 control other than tab, line feed and carriage return, U+FFFE,
+// U+FFFF) makes the document not well-formed; the library's validator lets it through.
+function refuseForbiddenCharacters(body: string): void {
+  let line = 1;
+  for (const c of body) {
+    const cp = c.codePointAt(0)!;
+    if (cp === 0x0a) line++;
+    else if (!isXmlChar(cp)) throw new XmlRefusal(`the body holds ${codePointName(cp)} (line ${line}), which XML 1.0 does not allow in a document`);
+  }
 }
 
 function elementName(node: Node): string | null {
