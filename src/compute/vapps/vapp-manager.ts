@@ -65,7 +65,7 @@ export class VAppManager {
     const v = new Violations();
     v.requiredId("serviceInstanceId", input.serviceInstanceId);
     checkName(v, input.name);
-    if (input.description.length > MAX_DESCRIPTION_CHARS) v.add("description", `must be at most ${MAX_DESCRIPTION_CHARS} characters, got ${input.description.length}`);
+    checkDescription(v, input.description);
     if (input.source === "") v.add("source", "is required: the href of a vApp template (Source href)");
     if (input.networkName === "") v.add("networkName", "is required: the name of an org network of the vDC (NetworkConfig networkName)");
     v.throwIfAny();
@@ -173,10 +173,26 @@ export class VAppManager {
   }
 }
 
-// 1 to 128 characters, none of them a control character.
+// Unicode's control characters (general category Cc): C0, DEL and C1 (U+0080 to U+009F, NEL and CSI among them,
+// which a terminal acts on as it does on their C0 forms).
+function isControl(code: number): boolean {
+  return code < 0x20 || (code >= 0x7f && code <= 0x9f);
+}
+
+// 1 to 128 characters, none of them a control character. The same check for every surface: the XML one passes the
+// name on as it was sent.
 function checkName(v: Violations, name: string): void {
   if (name === "") v.add("name", "is required: the name of the new vApp");
   else if (name.length > MAX_VAPP_NAME_CHARS) v.add("name", `must be at most ${MAX_VAPP_NAME_CHARS} characters, got ${name.length}`);
-  else if ([...name].some((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f)) v.add("name", "must not hold control characters");
+  else if ([...name].some((c) => isControl(c.charCodeAt(0)))) v.add("name", "must not hold control characters");
   else if (name.trim() !== name) v.add("name", "must not begin or end with white space");
+}
+
+// At most 1024 characters; tab and line ends are text there, other control characters are not (and NUL is text
+// no PostgreSQL column holds).
+function checkDescription(v: Violations, description: string): void {
+  if (description.length > MAX_DESCRIPTION_CHARS) v.add("description", `must be at most ${MAX_DESCRIPTION_CHARS} characters, got ${description.length}`);
+  else if ([...description].some((c) => c !== "\t" && c !== "\n" && c !== "\r" && isControl(c.charCodeAt(0)))) {
+    v.add("description", "must not hold control characters other than tab and line ends");
+  }
 }
