@@ -1,3 +1,4 @@
+import { printable } from "./caller-text.js";
 import type { ErrorDomain, Reason } from "./reasons.js";
 import { ViolationList } from "./violation-list.js";
 
@@ -69,20 +70,27 @@ export function invalidArgument(
   return new DomainError({ code: "invalid_argument", reason, domain, message: list.message(), violations: list.violations() });
 }
 
+// The messages below repeat ids and names as the caller sent them (`key <id> not found`), and an id from a path can
+// hold any character: every unprintable one (a NUL, an ANSI escape, a bidi override) is written as \uXXXX, as in
+// an INVALID_ARGUMENT (caller-text.ts), so that none reaches a log or a terminal raw. The cut only bounds a
+// message built around a huge id. ResourceInfo keeps the name exact: it is for programs, which match it.
+const MAX_MESSAGE_CHARS = 1024;
+
 export function notFound(domain: ErrorDomain, reason: Reason, resource: ResourceRef, message: string): DomainError {
-  return new DomainError({ code: "not_found", reason, domain, message, resource });
+  return new DomainError({ code: "not_found", reason, domain, message: printable(message, MAX_MESSAGE_CHARS), resource });
 }
 
 export function alreadyExists(domain: ErrorDomain, reason: Reason, resource: ResourceRef, message: string): DomainError {
-  return new DomainError({ code: "already_exists", reason, domain, message, resource });
+  return new DomainError({ code: "already_exists", reason, domain, message: printable(message, MAX_MESSAGE_CHARS), resource });
 }
 
 export function failedPrecondition(
   domain: ErrorDomain,
   reason: Reason,
   subject: string,
-  message: string,
+  text: string,
 ): DomainError {
+  const message = printable(text, MAX_MESSAGE_CHARS);
   return new DomainError({
     code: "failed_precondition",
     reason,

@@ -49,11 +49,15 @@ export function checkKeyId(v: Violations, field: string, keyId: string): void {
 }
 
 export function checkVersionId(v: Violations, versionId: number): void {
-  if (versionId < 1) v.add("keyVersionId", `must be at least 1, got ${versionId}`);
+  // Proto3 has no "absent" for an int32: 0 is what a caller who left it out sends.
+  if (versionId === 0) v.add("keyVersionId", "is required: a version number, 1 or more");
+  else if (versionId < 1) v.add("keyVersionId", `must be at least 1, got ${versionId}`);
 }
 
 export function checkName(v: Violations, field: string, name: string): void {
   if (longerThan(name, 100)) v.add(field, "must be at most 100 characters");
+  // As labels: a NUL or a bidi override in a name would reach every list, log and terminal that shows it.
+  else if (name !== "" && !PRINTABLE.test(name)) v.add(field, "must contain printable characters only");
 }
 
 export function checkDescription(v: Violations, field: string, description: string): void {

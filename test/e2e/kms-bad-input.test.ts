@@ -97,6 +97,12 @@ const cases: Case[] = [
     code: 3, http: 400, reason: "REQUEST_INVALID", field: "name",
   },
   {
+    name: "CreateCryptoKey with a NUL and a bidi override in its name",
+    call: ({ kms }) => kms.createKey({ parentId: NAMESPACE, name: "a\u0000b\u202ec" }),
+    code: 3, http: 400, reason: "REQUEST_INVALID", field: "name",
+    message: () => "name: must contain printable characters only",
+  },
+  {
     name: "CreateCryptoKey with a duplicate label",
     call: ({ kms }) => kms.createKey({ parentId: NAMESPACE, labels: ["a", "a"] }),
     code: 3, http: 400, reason: "REQUEST_INVALID", field: "labels[1]",
@@ -157,6 +163,8 @@ const cases: Case[] = [
     name: "Encrypt with keyVersionId 0",
     call: ({ kms, fx }) => kms.encrypt({ keyId: fx.keyId, keyVersionId: 0, plaintext: canaryBytes(CANARY.length) }),
     code: 3, http: 400, reason: "REQUEST_INVALID", field: "keyVersionId",
+    // 0 is what a caller who left the field out sends.
+    message: () => "keyVersionId: is required: a version number, 1 or more",
   },
   {
     name: "GetCryptoKeyVersion with keyVersionId 0",
@@ -205,6 +213,14 @@ const cases: Case[] = [
     code: 3, http: 400, reason: "REQUEST_INVALID", field: "key.nextRotationTime",
   },
   // --- unknown resources ---
+  {
+    name: "unknown key whose id holds a bidi override and a NUL",
+    call: ({ kms }) => kms.getKey("\u202eabc\u0000"),
+    code: 5, http: 404, reason: "CRYPTO_KEY_NOT_FOUND",
+    // The message escapes them, so that neither reaches a log or a terminal raw; ResourceInfo is exact, for programs.
+    message: () => "key \\u202eabc\\u0000 not found",
+    resource: () => ({ resourceType: "kms.v1.CryptoKey", resourceName: "\u202eabc\u0000" }),
+  },
   {
     name: "unknown key",
     call: ({ kms }) => kms.getKey("no-such-key"),
