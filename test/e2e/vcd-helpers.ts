@@ -47,8 +47,9 @@ export function templateHref(url: string, id: string): string {
 
 export interface ParamsInput {
   name?: string | null;
-  deploy?: boolean;
-  powerOn?: boolean;
+  // Written false unless given; null leaves the attribute out.
+  deploy?: boolean | null;
+  powerOn?: boolean | null;
   description?: string;
   network?: string | null;
   source?: string | null;
@@ -61,8 +62,8 @@ export function instantiateParams(p: ParamsInput): string {
     `xmlns="${VCLOUD}"`,
     `xmlns:ovf="http://schemas.dmtf.org/ovf/envelope/1"`,
     ...(p.name === null ? [] : [`name="${p.name ?? "web-1"}"`]),
-    `deploy="${p.deploy ?? false}"`,
-    `powerOn="${p.powerOn ?? false}"`,
+    ...(p.deploy === null ? [] : [`deploy="${p.deploy ?? false}"`]),
+    ...(p.powerOn === null ? [] : [`powerOn="${p.powerOn ?? false}"`]),
   ].join(" ");
   const description = p.description === undefined ? "" : `<Description>${p.description}</Description>`;
   const network =

@@ -173,6 +173,38 @@ describe("POST /api/vdc/<id>/action/instantiateVAppTemplate", () => {
     expect(read.doc.VApp).toMatchObject({ "@_status": "4", "@_deployed": "true" });
   });
 
+  it("deploys and powers on when deploy and powerOn are absent, their default in VCD's schema", async () => {
+    // [deploy, powerOn] as written (null: left out) and the vApp's status and deployed once built.
+    const cases: [boolean | null, boolean | null, string, string][] = [
+      [null, null, "4", "true"],
+      [false, null, "4", "true"],
+      [null, false, "8", "true"],
+      [false, false, "8", "false"],
+    ];
+    for (const [i, [deploy, powerOn, status, deployed]] of cases.entries()) {
+      const body = instantiateParams({ name: `defaults-${i}`, deploy, powerOn, source: templateHref(server.url, UBUNTU) });
+      const res = await instantiate(server.url, server.token, MOSCOW, body);
+      expect(res.status, res.text).toBe(201);
+      const task = (((res.doc.VApp as Record<string, unknown>).Tasks as Record<string, unknown>).Task as Record<string, string>[])[0]!;
+      await waitForTask(task["@_href"]!);
+      const read = await vcd(server.url, new URL(res.headers.get("location")!).pathname, { token: server.token });
+      expect(read.doc.VApp, `deploy=${deploy} powerOn=${powerOn}`).toMatchObject({ "@_status": status, "@_deployed": deployed });
+    }
+    // REST (and gRPC) keep the proto's meaning: a bool left out is false, so that vApp is powered off, not deployed.
+    const rest = await fetch(`${server.url}/vapp/v1/vdcs/${MOSCOW}/vapps:instantiate`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${server.token}`, "content-type": "application/json" },
+      body: JSON.stringify({ name: "defaults-rest", source: UBUNTU, networkName: "org-net-default" }),
+    });
+    expect(rest.status).toBe(200);
+    const id = ((await rest.json()) as { id: string }).id;
+    const tasks = await vcd(server.url, `/api/vApp/vapp-${id}`, { token: server.token });
+    const restTask = (((tasks.doc.VApp as Record<string, unknown>).Tasks as Record<string, unknown> | undefined)?.Task as Record<string, string>[] | undefined)?.[0];
+    if (restTask !== undefined) await waitForTask(restTask["@_href"]!);
+    const built = await vcd(server.url, `/api/vApp/vapp-${id}`, { token: server.token });
+    expect(built.doc.VApp).toMatchObject({ "@_status": "8", "@_deployed": "false" });
+  });
+
   it("answers in the version the caller asked for, in Content-Type", async () => {
     const res = await vcd(server.url, "/api/query?type=vAppTemplate", { token: server.token, accept: "application/*;version=36.0" });
     expect(res.headers.get("content-type")).toBe(`${recordsType};version=36.0`);

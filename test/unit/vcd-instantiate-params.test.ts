@@ -36,8 +36,10 @@ describe("InstantiateVAppTemplateParams", () => {
     });
   });
 
-  it("passes what is missing on as empty, for the domain to refuse", () => {
-    expect(decodeInstantiateParams(`<InstantiateVAppTemplateParams ${NS}/>`, "v")).toMatchObject({ name: "", source: "", networkName: "" });
+  it("passes what is missing on as empty, for the domain to refuse; deploy and powerOn default to true, as in VCD's schema", () => {
+    expect(decodeInstantiateParams(`<InstantiateVAppTemplateParams ${NS}/>`, "v")).toMatchObject({ name: "", source: "", networkName: "", deploy: true, powerOn: true });
+    expect(decodeInstantiateParams(`<InstantiateVAppTemplateParams ${NS} deploy="false"/>`, "v")).toMatchObject({ deploy: false, powerOn: true });
+    expect(decodeInstantiateParams(`<InstantiateVAppTemplateParams ${NS} powerOn="0"/>`, "v")).toMatchObject({ deploy: true, powerOn: false });
   });
 
   it("refuses elements of another namespace, unsupported ones, and bad booleans", () => {

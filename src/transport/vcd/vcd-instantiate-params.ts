@@ -34,8 +34,10 @@ export function decodeInstantiateParams(body: string, serviceInstanceId: string)
   const request = create(InstantiateVAppTemplateRequestSchema, {
     serviceInstanceId,
     name: root.attributes.get("name") ?? "",
-    deploy: xmlBoolean(root.attributes.get("deploy"), "the deploy attribute"),
-    powerOn: xmlBoolean(root.attributes.get("powerOn"), "the powerOn attribute"),
+    // VCD's VAppCreationParamsType gives both attributes the default true: a document without them asks for a
+    // deployed, powered-on vApp. (The proto's bools are false when absent; docs/vcd.md says why they differ.)
+    deploy: xmlBoolean(root.attributes.get("deploy"), "the deploy attribute", true),
+    powerOn: xmlBoolean(root.attributes.get("powerOn"), "the powerOn attribute", true),
   });
   const description = children.get("Description");
   if (description !== undefined) request.description = description.text;

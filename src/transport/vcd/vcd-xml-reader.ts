@@ -109,10 +109,12 @@ function toElement(node: Node, scope: Map<string, string>, depth: number): XmlEl
   return { ns: ns ?? "", name: colon < 0 ? qname : qname.slice(colon + 1), attributes, children, text };
 }
 
-// xs:boolean, whose white space the schema collapses (so " true " is true).
-export function xmlBoolean(value: string | undefined, what: string): boolean {
+// xs:boolean, whose white space the schema collapses (so " true " is true); `absent` when not given, the schema's
+// default.
+export function xmlBoolean(value: string | undefined, what: string, absent = false): boolean {
   switch (value?.trim()) {
     case undefined:
+      return absent;
     case "false":
     case "0":
       return false;
