@@ -299,6 +299,14 @@ const cases: Case[] = [
     code: 3, http: 400, reason: "MALFORMED_BODY", domain: "kms",
   },
   {
+    name: "a snake_case path in a JSON update mask",
+    only: "rest",
+    call: ({ url, fx }) => raw(url, "PATCH", `/v1/keys/${fx.keyId}`, { body: { key: { defaultAlgorithm: "AES_128" }, updateMask: "default_algorithm" } }),
+    code: 3, http: 400, reason: "REQUEST_INVALID", domain: "kms", field: "updateMask",
+    message: () =>
+      'updateMask: invalid value; expected a comma-separated list of lowerCamel field names, e.g. "name,rotationPeriod" (in JSON a field mask names fields in lowerCamel; snake_case paths are its binary form)',
+  },
+  {
     name: "unknown nested JSON field",
     only: "rest",
     call: ({ url, fx }) => raw(url, "PATCH", `/v1/keys/${fx.keyId}`, { body: { key: { nmae: "typo" }, updateMask: "name" } }),

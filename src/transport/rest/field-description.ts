@@ -26,7 +26,8 @@ const scalars: Record<ScalarType, string> = {
 const messages: Record<string, string> = {
   "google.protobuf.Duration": 'a duration in seconds with an "s" suffix, e.g. "3600s"',
   "google.protobuf.Timestamp": 'an RFC 3339 timestamp, e.g. "2024-01-31T12:00:00Z"',
-  "google.protobuf.FieldMask": 'a comma-separated list of field names, e.g. "name,description"',
+  "google.protobuf.FieldMask":
+    'a comma-separated list of lowerCamel field names, e.g. "name,rotationPeriod" (in JSON a field mask names fields in lowerCamel; snake_case paths are its binary form)',
   "google.protobuf.Struct": "a JSON object",
   "google.protobuf.ListValue": "a JSON array",
   "google.protobuf.Value": "any JSON value",
