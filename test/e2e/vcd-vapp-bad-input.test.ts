@@ -20,6 +20,7 @@ beforeAll(async () => {
 afterAll(() => server.stop());
 
 const errorType = "application/vnd.vmware.vcloud.error+xml;version=38.0";
+const orRefused = "',' (or) is not supported: conditions are attribute==value or attribute!=value, joined by ';' (and); to match a value that holds a comma, write * in its place";
 const supported = "36.0, 36.1, 36.2, 36.3, 37.0, 37.1, 37.2, 37.3, 38.0, 38.1";
 
 // Runs the request and checks that the store is as it was.
@@ -181,12 +182,27 @@ describe("a query refused", () => {
       ["type=vAppTemplate&filter=color==red", 'filter: unknown attribute "color"; allowed: name, catalogName, vdc, vdcName, ownerName, status, isDeployed, isGoldMaster, isEnabled, storageProfileName', "REQUEST_INVALID"],
       ["type=vAppTemplate&filter=name", 'filter: each condition is attribute==value or attribute!=value, joined by \';\'; got "name"', "REQUEST_INVALID"],
       ["type=vAppTemplate&sortAsc=name&sortDesc=name", "sortDesc: give sortAsc or sortDesc, not both", "REQUEST_INVALID"],
+      // 0 is no page and no page size: refused as written, not read as the default.
+      ["type=vAppTemplate&page=0", "page: must be 1 or more, got 0", "REQUEST_INVALID"],
+      ["type=vAppTemplate&page=00&pageSize=5", "page: must be 1 or more, got 0", "REQUEST_INVALID"],
+      ["type=vAppTemplate&pageSize=0", "pageSize: must be between 1 and 128, got 0", "REQUEST_INVALID"],
+      // VCD's "," (or) is not supported: refused, not read as part of a value (which answered total=0).
+      ["type=vAppTemplate&filter=name==Ubuntu*,name==CentOS*", `filter: ${orRefused}`, "REQUEST_INVALID"],
+      ["type=vAppTemplate&filter=(name==a;isEnabled==true),vdcName==b", `filter: ${orRefused}`, "REQUEST_INVALID"],
     ];
     for (const [query, message, reason] of cases) {
       const res = await vcd(server.url, `/api/query?${query}`, { token: server.token });
       expect(res.status, query).toBe(400);
+      expect(res.headers.get("content-type"), query).toBe(errorType);
       expect(res.text, query).toBe(errorXml(400, "BAD_REQUEST", message, reason));
     }
+  });
+
+  it("refuses a filter with ',' over REST too, since the domain reads filters for every surface", async () => {
+    const res = await fetch(`${server.url}/vapp/v1/vappTemplates?filter=${encodeURIComponent("name==a,name==b")}`, { headers: { authorization: `Bearer ${server.token}` } });
+    expect(res.status).toBe(400);
+    expect(res.headers.get("content-type")).toBe("application/json");
+    expect(((await res.json()) as { message: string }).message).toBe(`filter: ${orRefused}`);
   });
 });
 

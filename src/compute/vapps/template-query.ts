@@ -71,9 +71,14 @@ export function queryTemplates(all: readonly TemplateRecord[], query: TemplateQu
   return { templates: sorted.slice((page - 1) * pageSize, page * pageSize), page, pageSize, total: sorted.length };
 }
 
-// `attribute==value` and `attribute!=value` joined by `;` (and).
+// `attribute==value` and `attribute!=value` joined by `;` (and). VCD's `,` (or) and its parentheses are not
+// supported: a comma is refused rather than read as part of a value, which answered such a filter with no records.
 function parseFilter(filter: string, v: Violations): Condition[] {
   if (filter === "") return [];
+  if (filter.includes(",")) {
+    v.add("filter", "',' (or) is not supported: conditions are attribute==value or attribute!=value, joined by ';' (and); to match a value that holds a comma, write * in its place");
+    return [];
+  }
   const conditions: Condition[] = [];
   for (const part of filter.split(";")) {
     const eq = part.indexOf("==");

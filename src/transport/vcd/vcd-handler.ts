@@ -101,7 +101,7 @@ export function createVcdHandler(settings: VcdSettings): (req: NodeRequest, res:
     try {
       request = decodeQuery(params);
     } catch (err) {
-      if (err instanceof QueryRefusal) return refusal(version, 400, err.message, "QUERY_INVALID");
+      if (err instanceof QueryRefusal) return refusal(version, 400, err.message, err.reason);
       throw err;
     }
     const result = await run<ListVAppTemplatesResponse>(listTemplates, request, req, version, requestId);
