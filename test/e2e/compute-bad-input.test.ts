@@ -158,6 +158,25 @@ const rows: Row[] = [
     reason: "REQUEST_INVALID",
     field: "timeout",
   },
+  {
+    // Over the bound by a nanosecond: truncated to milliseconds, it was accepted.
+    name: "a wait of 60.000000001s",
+    rest: { method: "POST", path: () => `/cluster/v1/${VDC}/tasks/any-task:wait`, body: { timeout: "60.000000001s" } },
+    grpc: { method: "WaitTask", request: () => ({ serviceInstanceId: VDC, taskId: "any-task", timeout: { seconds: 60, nanos: 1 } }) },
+    code: 3,
+    http: 400,
+    reason: "REQUEST_INVALID",
+    field: "timeout",
+  },
+  {
+    name: "a wait of -0.000000001s",
+    rest: { method: "POST", path: () => `/cluster/v1/${VDC}/tasks/any-task:wait`, body: { timeout: "-0.000000001s" } },
+    grpc: { method: "WaitTask", request: () => ({ serviceInstanceId: VDC, taskId: "any-task", timeout: { seconds: 0, nanos: -1 } }) },
+    code: 3,
+    http: 400,
+    reason: "REQUEST_INVALID",
+    field: "timeout",
+  },
 ];
 
 // The type and the decisive fields of each detail, whichever surface it came from.

@@ -207,6 +207,10 @@ describe("node pool tasks", () => {
         violations: [{ field: "timeout", description: "must be between 0s and 60s, got 60.001s" }],
       });
       expect(await domainError(() => stack.tasks.wait("vdc-a", task.id, -1, never()))).toMatchObject({ violations: [{ field: "timeout" }] });
+      // To the nanosecond, as the Duration was written.
+      expect(await domainError(() => stack.tasks.wait("vdc-a", task.id, 60_999.999999, never()))).toMatchObject({
+        violations: [{ field: "timeout", description: "must be between 0s and 60s, got 60.999999999s" }],
+      });
       expect((await stack.tasks.wait("vdc-a", task.id, 0, never())).status).toBe("PENDING");
       expect(await domainError(() => stack.tasks.get("vdc-b", task.id))).toMatchObject({ code: "not_found", reason: "TASK_NOT_FOUND" });
       expect(await domainError(() => stack.tasks.get("vdc-zz", task.id))).toMatchObject({ reason: "SERVICE_INSTANCE_NOT_FOUND" });

@@ -9,6 +9,11 @@ import type { TaskNotifier } from "./task-notifier.js";
 
 export const DEFAULT_WAIT_MS = 30_000;
 export const MAX_WAIT_MS = 60_000;
+
+// Seconds to the nanosecond, as a Duration is written, without trailing zeros or an exponent: "60.000000001".
+function secondsText(ms: number): string {
+  return (ms / 1000).toFixed(9).replace(/\.?0+$/, "");
+}
 const MAX_PAGE = 1000;
 
 export interface TaskPageInput {
@@ -57,7 +62,7 @@ export class TaskManager {
     v.requiredId("serviceInstanceId", serviceInstanceId);
     v.requiredId("taskId", taskId);
     if (timeoutMs !== undefined && (timeoutMs < 0 || timeoutMs > MAX_WAIT_MS)) {
-      v.add("timeout", `must be between 0s and ${MAX_WAIT_MS / 1000}s, got ${timeoutMs / 1000}s`);
+      v.add("timeout", `must be between 0s and ${MAX_WAIT_MS / 1000}s, got ${secondsText(timeoutMs)}s`);
     }
     v.throwIfAny();
     let wake = (): void => {};

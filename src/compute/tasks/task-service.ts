@@ -4,8 +4,10 @@ import type { TaskService } from "../../../gen/compute/cluster/v1/task_pb.js";
 import type { TaskManager } from "./task-manager.js";
 import { taskToProto } from "./task-to-proto.js";
 
+// Exact to the nanosecond, fractions of a millisecond included, so that 60.000000001s is over the 60 s bound and
+// -0.000000001s below 0 (truncated to milliseconds, both were accepted).
 function durationMs(d: Duration): number {
-  return Number(d.seconds) * 1000 + Math.trunc(d.nanos / 1e6);
+  return Number(d.seconds) * 1000 + d.nanos / 1e6;
 }
 
 // The transport side of tasks: unpacks requests for the TaskManager and packs its records into messages.
