@@ -41,7 +41,7 @@ describe("POST /api/sessions", () => {
       const res = await post({ authorization: basic, ...(accept === undefined ? {} : { accept }) });
       expect(res.status).toBe(406);
       expect(await res.text()).toBe(
-        error(406, "NOT_ACCEPTABLE", "send Accept: application/*;version=&lt;v&gt; with a supported version: 36.0, 36.1, 36.2, 36.3, 37.0, 37.1, 37.2, 37.3, 38.0, 38.1"),
+        error(406, "NOT_ACCEPTABLE", "send Accept: application/*;version=&lt;v&gt; with a supported version: 36.0, 36.1, 36.2, 36.3, 37.0, 37.1, 37.2, 37.3, 38.0, 38.1", "PROTOCOL_ERROR"),
       );
     }
   });
@@ -50,7 +50,8 @@ describe("POST /api/sessions", () => {
     const res = await post({ accept: "application/*;version=38.0" }, "GET");
     expect(res.status).toBe(405);
     expect(res.headers.get("allow")).toBe("POST");
-    expect(await res.text()).toBe(error(405, "METHOD_NOT_ALLOWED", "/api/sessions takes POST"));
+    expect(res.headers.get("content-type")).toBe("application/vnd.vmware.vcloud.error+xml;version=38.0");
+    expect(await res.text()).toBe(error(405, "METHOD_NOT_ALLOWED", "/api/sessions takes POST", "METHOD_NOT_ALLOWED"));
   });
 
   it("refuses missing, malformed and wrong Basic credentials with 401, then 429 with Retry-After once they failed too often", async () => {
@@ -58,7 +59,8 @@ describe("POST /api/sessions", () => {
     const missing = await post(accept);
     expect(missing.status).toBe(401);
     expect(missing.headers.get("www-authenticate")).toBe('Basic realm="cloudplane"');
-    expect(await missing.text()).toBe(error(401, "UNAUTHORIZED", "POST /api/sessions needs Authorization: Basic base64(&lt;client id&gt;[@&lt;org&gt;]:&lt;client secret&gt;)"));
+    expect(missing.headers.get("content-type")).toBe("application/vnd.vmware.vcloud.error+xml;version=38.0");
+    expect(await missing.text()).toBe(error(401, "UNAUTHORIZED", "POST /api/sessions needs Authorization: Basic base64(&lt;client id&gt;[@&lt;org&gt;]:&lt;client secret&gt;)", "UNAUTHENTICATED"));
     const wrong = { ...accept, authorization: `Basic ${Buffer.from("sa-nobody:wrong").toString("base64")}` };
     for (let i = 0; i < 2; i++) {
       const res = await post(wrong);

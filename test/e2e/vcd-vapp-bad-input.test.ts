@@ -48,7 +48,7 @@ describe("an instantiation refused", () => {
       }));
       expect(res.status).toBe(406);
       expect(res.headers.get("content-type")).toBe("application/xml");
-      expect(res.text).toBe(errorXml(406, "NOT_ACCEPTABLE", `send Accept: application/*;version=<v> with a supported version: ${supported}`));
+      expect(res.text).toBe(errorXml(406, "NOT_ACCEPTABLE", `send Accept: application/*;version=<v> with a supported version: ${supported}`, "PROTOCOL_ERROR"));
     }
   });
 
@@ -224,8 +224,13 @@ describe("reading", () => {
     const method = await vcd(server.url, "/api/query?type=vAppTemplate", { method: "DELETE", token: server.token });
     expect(method.status).toBe(405);
     expect(method.headers.get("allow")).toBe("GET");
-    const path = await vcd(server.url, "/api/vApp/vapp-x/power/action/powerOn", { method: "POST", token: server.token });
-    expect(path.status).toBe(404);
-    expect(path.text).toBe(errorXml(404, "RESOURCE_NOT_FOUND", "no resource at /api/vApp/vapp-x/power/action/powerOn"));
+    expect(method.headers.get("content-type")).toBe(errorType);
+    expect(method.text).toBe(errorXml(405, "METHOD_NOT_ALLOWED", "/api/query takes GET", "METHOD_NOT_ALLOWED"));
+    for (const [verb, at] of [["POST", "/api/vApp/vapp-x/power/action/powerOn"], ["GET", "/api/foo"]] as const) {
+      const path = await vcd(server.url, at, { method: verb, token: server.token });
+      expect(path.status).toBe(404);
+      expect(path.headers.get("content-type")).toBe(errorType);
+      expect(path.text).toBe(errorXml(404, "RESOURCE_NOT_FOUND", `no resource at ${at}`, "ROUTE_NOT_FOUND"));
+    }
   });
 });

@@ -1,6 +1,6 @@
 import type { Logger } from "pino";
 import { ErrorInfoSchema } from "../../../gen/google/rpc/error_details_pb.js";
-import type { ErrorDomain } from "../../errors/reasons.js";
+import type { ErrorDomain, Reason } from "../../errors/reasons.js";
 import { toConnectError } from "../../errors/to-connect-error.js";
 import { callErrorOf } from "../../pipeline/call-error.js";
 import { httpStatusOfError, retryAfterSeconds } from "../rest/status-json.js";
@@ -23,9 +23,11 @@ const ownMinorCodes = new Set(["INVALID_REFERENCE"]);
 // pools.
 const forbiddenReasons = new Set(["SERVICE_INSTANCE_NOT_FOUND"]);
 
-// An Error document for a refusal of the adapter itself (no version, wrong media type, unreadable XML). Without a
-// negotiated version the Content-Type is plain XML.
-export function refusal(version: string | null, status: number, message: string, reason: string | null, extra: Record<string, string> = {}): Answer {
+// An Error document for a refusal of the adapter itself (no version, wrong media type, unreadable XML), with its
+// ErrorInfo.reason as vendorSpecificErrorCode like every other Error: a missing or unsupported version is
+// PROTOCOL_ERROR, an unknown path ROUTE_NOT_FOUND, another method METHOD_NOT_ALLOWED, a login without Basic
+// credentials UNAUTHENTICATED. Without a negotiated version the Content-Type is plain XML.
+export function refusal(version: string | null, status: number, message: string, reason: Reason, extra: Record<string, string> = {}): Answer {
   const type = version === null ? "application/xml" : `${ERROR_TYPE};version=${version}`;
   return { status, headers: { "content-type": type, ...extra }, body: errorDocument(status, minorErrorCodeOf(status), message, reason) };
 }
@@ -42,7 +44,7 @@ export function errorAnswer(version: string | null, thrown: unknown, domain: Err
   const extra: Record<string, string> = {};
   const retryAfter = retryAfterSeconds(error);
   if (retryAfter !== undefined) extra["retry-after"] = String(retryAfter);
-  const answer = refusal(version, status, error.rawMessage, reason, extra);
-  if (reason !== null && ownMinorCodes.has(reason)) answer.body = errorDocument(status, reason, error.rawMessage, reason);
-  return answer;
+  const type = version === null ? "application/xml" : `${ERROR_TYPE};version=${version}`;
+  const minor = reason !== null && ownMinorCodes.has(reason) ? reason : minorErrorCodeOf(status);
+  return { status, headers: { "content-type": type, ...extra }, body: errorDocument(status, minor, error.rawMessage, reason) };
 }

@@ -74,7 +74,7 @@ export function createVcdHandler(settings: VcdSettings): (req: NodeRequest, res:
   async function createSession(req: NodeRequest, version: string, requestId: string): Promise<Answer> {
     const basic = basicCredentials(req.headers.authorization);
     if (basic === null) {
-      return refusal(version, 401, "POST /api/sessions needs Authorization: Basic base64(<client id>[@<org>]:<client secret>)", null, BASIC_CHALLENGE);
+      return refusal(version, 401, "POST /api/sessions needs Authorization: Basic base64(<client id>[@<org>]:<client secret>)", "UNAUTHENTICATED", BASIC_CHALLENGE);
     }
     const request = create(ServiceAuthRequestSchema, { clientId: basic.user, clientSecret: basic.password });
     const result = await run<ServiceAuthResponse>(serviceAuth, request, req, version, requestId);
@@ -154,10 +154,10 @@ export function createVcdHandler(settings: VcdSettings): (req: NodeRequest, res:
     const method = req.method ?? "GET";
     const version = negotiateVersion(req.headers.accept, settings.supportedVersions);
     if (version === null) {
-      return refusal(null, 406, `send Accept: application/*;version=<v> with a supported version: ${settings.supportedVersions.join(", ")}`, null);
+      return refusal(null, 406, `send Accept: application/*;version=<v> with a supported version: ${settings.supportedVersions.join(", ")}`, "PROTOCOL_ERROR");
     }
     const only = (allowed: string, then: () => Promise<Answer>): Promise<Answer> =>
-      method === allowed ? then() : Promise.resolve(refusal(version, 405, `${path} takes ${allowed}`, null, { allow: allowed }));
+      method === allowed ? then() : Promise.resolve(refusal(version, 405, `${path} takes ${allowed}`, "METHOD_NOT_ALLOWED", { allow: allowed }));
     if (path === "/api/sessions") return only("POST", () => createSession(req, version, requestId));
     if (path === "/api/query") return only("GET", () => query(req, search, version, requestId));
     const vdcId = idBetween(path, VDC_ACTION, INSTANTIATE_ACTION);
@@ -166,7 +166,7 @@ export function createVcdHandler(settings: VcdSettings): (req: NodeRequest, res:
     if (vappId !== null) return only("GET", () => readVApp(req, vappId, version, requestId));
     const taskId = idBetween(path, TASK_PREFIX, "");
     if (taskId !== null) return only("GET", () => readTask(req, taskId, version, requestId));
-    return refusal(version, 404, `no resource at ${path.slice(0, 200)}`, null);
+    return refusal(version, 404, `no resource at ${path.slice(0, 200)}`, "ROUTE_NOT_FOUND");
   }
 
   return async (req, res) => {

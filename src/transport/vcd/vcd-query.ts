@@ -2,6 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import { ListVAppTemplatesRequestSchema } from "../../../gen/compute/vapp/v1/vapp_pb.js";
 import type { ListVAppTemplatesRequest } from "../../../gen/compute/vapp/v1/vapp_pb.js";
 import { MAX_PAGE_SIZE } from "../../compute/vapps/template-query.js";
+import type { Reason } from "../../errors/reasons.js";
 
 // GET /api/query: the query service's parameters (CONTRACT section 7) decoded into a ListVAppTemplates request.
 // Values are passed on as given; the domain checks ranges, filter and sort (src/compute/vapps/template-query.ts).
@@ -13,7 +14,7 @@ export class QueryRefusal extends Error {
   // value out of range, as the domain gives it.
   constructor(
     message: string,
-    readonly reason = "QUERY_INVALID",
+    readonly reason: Reason = "QUERY_INVALID",
   ) {
     super(message);
   }
