@@ -54,7 +54,7 @@ import { countPeerResets } from "./transport/reset-flood.js";
 import { createRestHandler } from "./transport/rest/rest-handler.js";
 import { createStaticFiles } from "./transport/static-files.js";
 import { createMetricsEndpoint } from "./transport/metrics-endpoint.js";
-import { createVcdHandler } from "./transport/vcd/vcd-handler.js";
+import { createVcdHandler, isVcdPath } from "./transport/vcd/vcd-handler.js";
 import { RouteTable } from "./transport/rest/route-table.js";
 import { answerParserRefusal } from "./transport/rest/parser-refusals.js";
 import type { ParserError } from "./transport/rest/parser-refusals.js";
@@ -242,7 +242,7 @@ async function assemble(config: Config, logger: Logger, options: BuildOptions, c
       }
     }
     const url = req.url ?? "/";
-    if (url === "/api" || url.startsWith("/api/") || url.startsWith("/api?")) {
+    if (isVcdPath(url)) {
       void vcd(req, res);
       return;
     }

@@ -5,6 +5,8 @@ import type { ErrorDomain } from "../../errors/reasons.js";
 import { callErrorOf } from "../../pipeline/call-error.js";
 import { requestIdOf } from "../../pipeline/call.js";
 import { toConnectError } from "../../errors/to-connect-error.js";
+import { errorAnswer } from "../vcd/vcd-errors.js";
+import { isVcdPath } from "../vcd/vcd-handler.js";
 import type { RouteTable } from "./route-table.js";
 import { connectErrorToStatusJson, httpStatusOfError } from "./status-json.js";
 
@@ -21,7 +23,8 @@ type ClientSocket = Duplex & { _httpMessage?: { headersSent?: boolean } | null }
 // answered like every other refusal: 431 REQUEST_HEAD_TOO_LARGE or 400 PROTOCOL_ERROR, with the ErrorInfo domain of
 // the service whose route the request line names when the parser had read that line (else "cloudplane", as for an
 // unknown route), and the connection closed, since the parser cannot tell where the next request would start. A
-// request that timed out gets Node's own answer (408); a connection reset gets none.
+// request that timed out gets Node's own answer (408); a connection reset gets none. A request line of the
+// virtualization API (`/api/...`) is answered with its Error document instead, as every failure there is.
 export function answerParserRefusal(err: ParserError, socket: ClientSocket, routes: RouteTable): void {
   if (err.code === "ECONNRESET" || !socket.writable || socket._httpMessage?.headersSent === true) {
     socket.destroy();
@@ -31,27 +34,47 @@ export function answerParserRefusal(err: ParserError, socket: ClientSocket, rout
     socket.end("HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n");
     return;
   }
-  const domain = domainOfRequestLine(err.rawPacket, routes);
+  const line = requestLine(err.rawPacket);
+  const vcd = line !== null && isVcdPath(line.target);
+  const domain = vcd ? "compute" : domainOfRequestLine(line, routes);
   const requestId = requestIdOf(null);
   const refusal = err.code === "HPE_HEADER_OVERFLOW" ? requestHeadTooLarge(domain, maxHeaderSize) : requestNotParsed(domain);
-  const error = toConnectError(callErrorOf(refusal, domain, requestId), null);
-  const status = httpStatusOfError(error);
-  const body = JSON.stringify(connectErrorToStatusJson(error));
+  let status: number;
+  let type: string;
+  let body: string;
+  if (vcd) {
+    // The virtualization API answers every failure with its Error document (docs/vcd.md); no version was agreed.
+    ({ status, body } = errorAnswer(null, refusal, domain, requestId, null));
+    type = "application/xml";
+  } else {
+    const error = toConnectError(callErrorOf(refusal, domain, requestId), null);
+    status = httpStatusOfError(error);
+    body = JSON.stringify(connectErrorToStatusJson(error));
+    type = "application/json";
+  }
   socket.end(
     `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ""}\r\n` +
-      `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n` +
+      `content-type: ${type}\r\ncontent-length: ${Buffer.byteLength(body)}\r\n` +
       `x-request-id: ${requestId}\r\nconnection: close\r\n\r\n${body}`,
   );
 }
 
-// The domain of the route the request line names ("POST /v1/encrypt?x=1 HTTP/1.1"), from the bytes the parser
-// was reading when it failed: the whole head when it came in one read, as it does from most clients.
-function domainOfRequestLine(raw: Buffer | undefined, routes: RouteTable): ErrorDomain {
-  if (raw === undefined) return "cloudplane";
+// The method and target of the request line ("POST /v1/encrypt?x=1 HTTP/1.1"), from the bytes the parser was
+// reading when it failed: the whole head when it came in one read, as it does from most clients. Null when the
+// line was not read to its end.
+function requestLine(raw: Buffer | undefined): { httpMethod: string; target: string } | null {
+  if (raw === undefined) return null;
   const end = raw.indexOf("\r\n");
-  if (end < 0) return "cloudplane";
+  if (end < 0) return null;
   const [httpMethod, target] = raw.subarray(0, end).toString("latin1").split(" ");
-  if (httpMethod === undefined || target === undefined || !target.startsWith("/")) return "cloudplane";
+  if (httpMethod === undefined || target === undefined || !target.startsWith("/")) return null;
+  return { httpMethod, target };
+}
+
+// The domain of the route the request line names.
+function domainOfRequestLine(line: { httpMethod: string; target: string } | null, routes: RouteTable): ErrorDomain {
+  if (line === null) return "cloudplane";
+  const { httpMethod, target } = line;
   const q = target.indexOf("?");
   try {
     const found = routes.lookup(httpMethod.toUpperCase(), q < 0 ? target : target.slice(0, q));

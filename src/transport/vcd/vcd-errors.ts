@@ -35,9 +35,9 @@ export function refusal(version: string | null, status: number, message: string,
 // An Error document for whatever a call threw: the HTTP status and Retry-After the REST surface gives the same
 // error, the message, and ErrorInfo.reason as vendorSpecificErrorCode. A fault is logged with the request id and
 // answered without internals.
-export function errorAnswer(version: string | null, thrown: unknown, domain: ErrorDomain, requestId: string, logger: Logger): Answer {
+export function errorAnswer(version: string | null, thrown: unknown, domain: ErrorDomain, requestId: string, logger: Logger | null): Answer {
   const callError = callErrorOf(thrown, domain, requestId);
-  if (callError.internal) logger.error({ err: thrown, requestId }, "a virtualization API call failed with an internal error");
+  if (callError.internal) logger?.error({ err: thrown, requestId }, "a virtualization API call failed with an internal error");
   const error = toConnectError(callError, null);
   const reason = error.findDetails(ErrorInfoSchema)[0]?.reason ?? null;
   const status = reason !== null && forbiddenReasons.has(reason) ? 403 : httpStatusOfError(error);

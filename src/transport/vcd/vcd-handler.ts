@@ -184,6 +184,11 @@ export function createVcdHandler(settings: VcdSettings): (req: NodeRequest, res:
   };
 }
 
+// Whether a request target (path and query) is the virtualization API's, served by this adapter.
+export function isVcdPath(target: string): boolean {
+  return target === "/api" || target.startsWith("/api/") || target.startsWith("/api?");
+}
+
 // The one path segment between a prefix and a suffix (/api/vdc/<id>/action/...), decoded; null when the path is
 // not of that form.
 function idBetween(path: string, prefix: string, suffix: string): string | null {
