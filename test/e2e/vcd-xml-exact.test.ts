@@ -128,3 +128,17 @@ describe("references and characters XML forbids", () => {
     expect(await restVApp(lines)).toMatchObject({ description: "l1\nl2\nl3\n" });
   });
 });
+
+describe("elements of text", () => {
+  it("an element inside Description, IsSourceDelete or AllEULAsAccepted is 400, not left out of the text", async () => {
+    await refused(params({ description: "a<b>x</b>c" }), "BAD_REQUEST", "Description takes text only; it holds the element b", "XML_INVALID");
+    await refused(params({ eula: true }).replace("<AllEULAsAccepted>true", "<AllEULAsAccepted><x/>true"), "BAD_REQUEST", "AllEULAsAccepted takes text only; it holds the element x", "XML_INVALID");
+    await refused(params({}).replace("</InstantiateVAppTemplateParams>", "<IsSourceDelete><no/>false</IsSourceDelete></InstantiateVAppTemplateParams>"), "BAD_REQUEST", "IsSourceDelete takes text only; it holds the element no", "XML_INVALID");
+  });
+
+  it("a comment inside the text is left out and CDATA is read as text, as XML has them", async () => {
+    const res = await instantiate(server.url, server.token, MOSCOW, params({ name: "cdata", description: "a<!-- c -->b <![CDATA[<x> & y]]>" }));
+    expect(res.status, res.text).toBe(201);
+    expect(await restVApp(res)).toMatchObject({ description: "ab <x> & y" });
+  });
+});

@@ -40,16 +40,26 @@ export function decodeInstantiateParams(body: string, serviceInstanceId: string)
     powerOn: xmlBoolean(root.attributes.get("powerOn"), "the powerOn attribute", true),
   });
   const description = children.get("Description");
-  if (description !== undefined) request.description = description.text;
+  if (description !== undefined) request.description = textOf(description);
   const params = children.get("InstantiationParams");
   if (params !== undefined) request.networkName = networkOf(params);
   const source = children.get("Source");
   if (source !== undefined) request.source = source.attributes.get("href") ?? "";
-  if (xmlBoolean(children.get("IsSourceDelete")?.text, "IsSourceDelete")) {
+  if (xmlBoolean(textOf(children.get("IsSourceDelete")), "IsSourceDelete")) {
     throw new XmlRefusal("IsSourceDelete true is not supported: the templates of the platform catalog cannot be deleted");
   }
-  request.allEulasAccepted = xmlBoolean(children.get("AllEULAsAccepted")?.text, "AllEULAsAccepted");
+  request.allEulasAccepted = xmlBoolean(textOf(children.get("AllEULAsAccepted")), "AllEULAsAccepted");
   return request;
+}
+
+// The text of an element of a simple type (xs:string, xs:boolean). An element inside it is refused: reading only
+// the text around it stored <Description>a<b>x</b>c</Description> as "ac".
+function textOf(element: XmlElement): string;
+function textOf(element: XmlElement | undefined): string | undefined;
+function textOf(element: XmlElement | undefined): string | undefined {
+  const child = element?.children[0];
+  if (child !== undefined) throw new XmlRefusal(`${element!.name} takes text only; it holds the element ${child.name}`);
+  return element?.text;
 }
 
 // The children by name, refusing unknown ones, ones out of the schema's order, and repeats.
