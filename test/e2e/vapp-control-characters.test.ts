@@ -75,3 +75,16 @@ describe("a vApp description", () => {
     expect(xml.status, xml.text).toBe(201);
   });
 });
+
+describe("a vApp name's length", () => {
+  // 128 characters as people count them: an emoji is one, though UTF-16 takes two units for it.
+  it("is counted in characters, on both surfaces", async () => {
+    const emoji = "\u{1F600}";
+    const rest = await restRequest(server.url, "POST", `/vapp/v1/vdcs/${MOSCOW}/vapps:instantiate`, { body: { name: emoji.repeat(128), source: UBUNTU, networkName: "org-net-default" } });
+    expect(rest.status, rest.text).toBe(200);
+    const xml = await instantiate(server.url, server.token, MOSCOW, params({ name: `x${emoji.repeat(127)}` }));
+    expect(xml.status, xml.text).toBe(201);
+    await restRefused({ name: emoji.repeat(129) }, "name", "must be at most 128 characters, got 129");
+    await xmlRefused(params({ name: emoji.repeat(129) }), "name: must be at most 128 characters, got 129");
+  });
+});

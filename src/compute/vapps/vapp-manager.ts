@@ -179,11 +179,24 @@ function isControl(code: number): boolean {
   return code < 0x20 || (code >= 0x7f && code <= 0x9f);
 }
 
+// Characters as people count them, code points: an emoji is one character, not two UTF-16 units.
+function characters(text: string): number {
+  let count = 0;
+  for (let i = 0; i < text.length; i++) {
+    const unit = text.charCodeAt(i);
+    // The low half of a surrogate pair was counted with its high half.
+    if (unit >= 0xdc00 && unit <= 0xdfff && i > 0 && text.charCodeAt(i - 1) >= 0xd800 && text.charCodeAt(i - 1) <= 0xdbff) continue;
+    count++;
+  }
+  return count;
+}
+
 // 1 to 128 characters, none of them a control character. The same check for every surface: the XML one passes the
 // name on as it was sent.
 function checkName(v: Violations, name: string): void {
+  const length = characters(name);
   if (name === "") v.add("name", "is required: the name of the new vApp");
-  else if (name.length > MAX_VAPP_NAME_CHARS) v.add("name", `must be at most ${MAX_VAPP_NAME_CHARS} characters, got ${name.length}`);
+  else if (length > MAX_VAPP_NAME_CHARS) v.add("name", `must be at most ${MAX_VAPP_NAME_CHARS} characters, got ${length}`);
   else if ([...name].some((c) => isControl(c.charCodeAt(0)))) v.add("name", "must not hold control characters");
   else if (name.trim() !== name) v.add("name", "must not begin or end with white space");
 }
@@ -191,7 +204,8 @@ function checkName(v: Violations, name: string): void {
 // At most 1024 characters; tab and line ends are text there, other control characters are not (and NUL is text
 // no PostgreSQL column holds).
 function checkDescription(v: Violations, description: string): void {
-  if (description.length > MAX_DESCRIPTION_CHARS) v.add("description", `must be at most ${MAX_DESCRIPTION_CHARS} characters, got ${description.length}`);
+  const length = characters(description);
+  if (length > MAX_DESCRIPTION_CHARS) v.add("description", `must be at most ${MAX_DESCRIPTION_CHARS} characters, got ${length}`);
   else if ([...description].some((c) => c !== "\t" && c !== "\n" && c !== "\r" && isControl(c.charCodeAt(0)))) {
     v.add("description", "must not hold control characters other than tab and line ends");
   }
