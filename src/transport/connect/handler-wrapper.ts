@@ -66,6 +66,11 @@ export function wrapHandler(handler: UniversalHandler, settings: WrapperSettings
     const contentType = req.header.get("content-type") ?? "";
     // Before Connect arms its deadline timer from them (timeout-headers.ts).
     capTimeoutHeaders(req.header);
+    // Decided once, before Connect reads the request: the pipeline's Call reads it from the header, so the response
+    // header, the trailers or error metadata and the log line all carry this one id, whether the call failed in the
+    // pipeline, in Connect's protocol layer or before either (a new id made below for each was one more id).
+    const requestId = requestIdOf(req.header.get("x-request-id"));
+    req.header.set("x-request-id", requestId);
     const counted = countedRequest(req, entry.limits, settings.maxMessageBytes, refuseOverLimits, settings.turns);
     const res = await handler(counted).catch((thrown: unknown) => {
       // A gRPC status Connect failed to write (unwritten-status.ts); a caller that went away needs none.
@@ -77,8 +82,6 @@ export function wrapHandler(handler: UniversalHandler, settings: WrapperSettings
     if (req.signal.aborted) return res;
     // Copied: Connect answers some requests with shared response objects (415, 405) that must not change.
     const header = new Headers(res.header);
-    // Set by the pipeline's request-id stage when the call reached it; a call refused before gets one here.
-    const requestId = header.get("x-request-id") ?? requestIdOf(req.header.get("x-request-id"));
     header.set("x-request-id", requestId);
     const complete = (error: ConnectError): ConnectError => {
       if (error.findDetails(ErrorInfoSchema).length > 0) return error;
