@@ -1,4 +1,5 @@
 import type { Duration } from "@bufbuild/protobuf/wkt";
+import { deadlineExceeded } from "../../errors/protocol-errors.js";
 import type { ServiceHandlers } from "../../pipeline/handlers.js";
 import type { TaskService } from "../../../gen/compute/cluster/v1/task_pb.js";
 import type { TaskManager } from "./task-manager.js";
@@ -23,10 +24,15 @@ export function createTaskService(tasks: TaskManager): ServiceHandlers<typeof Ta
       return { tasks: list.map(taskToProto) };
     },
 
-    // The call's signal ends the wait when the caller gives up or its deadline passes.
+    // The call's signal ends the wait when the caller gives up or its deadline passes. Either way the answer is
+    // DEADLINE_EXCEEDED, not the task as it is: on the calls connect-node serves, its own deadline timer aborts the
+    // signal as the pipeline's fires, and the task returned by whichever came first made the answer OK on some
+    // protocols and runs and DEADLINE_EXCEEDED on others (a probe, 2026-11-27).
     async waitTask(req, call) {
       const timeoutMs = req.timeout === undefined ? undefined : durationMs(req.timeout);
-      return { task: taskToProto(await tasks.wait(req.serviceInstanceId, req.taskId, timeoutMs, call.signal)) };
+      const task = await tasks.wait(req.serviceInstanceId, req.taskId, timeoutMs, call.signal);
+      if (call.signal.aborted) throw deadlineExceeded(call.entry.policy.domain);
+      return { task: taskToProto(task) };
     },
   };
 }
