@@ -44,6 +44,8 @@ import { applyCors } from "./transport/cors.js";
 import { HealthStatus } from "./transport/grpc/health-service.js";
 import { GrpcUnaryAdapter } from "./transport/grpc/grpc-unary-adapter.js";
 import { createConnectAdapter } from "./transport/connect/connect-adapter.js";
+import { answerOnceRead, unknownProcedureAnswer } from "./transport/connect/unknown-procedure.js";
+import { requestIdOf } from "./pipeline/call.js";
 import { createCleartextListener } from "./transport/listener.js";
 import { releaseUnreadBody } from "./transport/unread-body.js";
 import { applyHttp1Limits, closeWhenIdle, http1Options } from "./transport/connection-limits.js";
@@ -245,6 +247,15 @@ async function assemble(config: Config, logger: Logger, options: BuildOptions, c
     if (isVcdPath(url)) {
       void vcd(req, res);
       return;
+    }
+    if (req.method === "POST") {
+      const connectVersion = req.headers["connect-protocol-version"];
+      const requestId = requestIdOf(req.headers["x-request-id"]?.toString());
+      const rpc = unknownProcedureAnswer(table, url.split("?")[0] ?? url, req.headers["content-type"] ?? "", connectVersion?.toString(), requestId);
+      if (rpc !== null) {
+        answerOnceRead(req, res, rpc, MAX_REQUEST_BYTES);
+        return;
+      }
     }
     void rest(req, res);
   }

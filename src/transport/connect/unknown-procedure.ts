@@ -1,0 +1,105 @@
+import { ConnectError } from "@connectrpc/connect";
+import { printable } from "../../errors/caller-text.js";
+import { DomainError } from "../../errors/domain-error.js";
+import type { ErrorDomain } from "../../errors/reasons.js";
+import { statusPartsOf } from "../../errors/status-details.js";
+import { toConnectError } from "../../errors/to-connect-error.js";
+import { CallError } from "../../pipeline/call-error.js";
+import type { MethodTable } from "../../pipeline/method-table.js";
+import { grpcStatusHeaders } from "../grpc/grpc-status.js";
+import type { NodeRequest, NodeResponse } from "../node-types.js";
+import {
+  encodeEnvelope,
+  errorToJsonBytes,
+  parseConnectContentType,
+  parseGrpcContentType,
+  parseGrpcWebContentType,
+  trailerFlag,
+  trailerSerialize,
+} from "./connect-internals.js";
+
+// An RPC to a path that names no method this server has. Connect's router knows only the methods it serves, so
+// such a request fell through to the REST routes and a gRPC caller got HTTP 404 with a REST JSON body: no
+// grpc-status, so @grpc/grpc-js made up "Received HTTP status code 404" and the body's code (NOT_FOUND) was lost. A
+// gRPC or gRPC-web caller gets UNIMPLEMENTED as its protocol carries a status ("method not found" is what gRPC's
+// status codes document for it), and a Connect caller (connect-protocol-version, or a streaming content type) its
+// error JSON with HTTP 404, as the Connect protocol maps unimplemented. Any other request stays the REST surface's.
+
+export interface RpcAnswer {
+  status: number;
+  headers: Record<string, string>;
+  body: Uint8Array;
+  // gRPC's status, sent as trailers after the (empty) body.
+  trailers?: Record<string, string>;
+}
+
+function unknownProcedure(domain: ErrorDomain, path: string): DomainError {
+  return new DomainError({
+    code: "unimplemented",
+    reason: "PROCEDURE_NOT_FOUND",
+    domain,
+    message: `this server has no method ${printable(path, 200)}; gRPC server reflection lists the methods it has`,
+  });
+}
+
+// The domain of the service the path names, when this server has that service; else the server's own.
+function domainOf(table: MethodTable, path: string): ErrorDomain {
+  const service = path.split("/")[1] ?? "";
+  for (const entry of table.entries()) {
+    if (entry.method.parent.typeName === service) return entry.policy.domain;
+  }
+  return "cloudplane";
+}
+
+// The answer for a POST to `path` that no method serves, in the protocol its headers name; null for a request of
+// none of the RPC protocols (the REST routes answer it).
+export function unknownProcedureAnswer(
+  table: MethodTable,
+  path: string,
+  contentType: string,
+  connectVersion: string | undefined,
+  requestId: string,
+): RpcAnswer | null {
+  const web = parseGrpcWebContentType(contentType);
+  const grpc = web === undefined ? parseGrpcContentType(contentType) : undefined;
+  const connect = web === undefined && grpc === undefined ? parseConnectContentType(contentType) : undefined;
+  if (web === undefined && grpc === undefined && (connect === undefined || (!connect.stream && connectVersion === undefined))) return null;
+  const error: ConnectError = toConnectError(new CallError(statusPartsOf(unknownProcedure(domainOf(table, path), path)), false), null);
+  const status: Record<string, string> = {};
+  grpcStatusHeaders(error).forEach((value, key) => (status[key] = value));
+  if (grpc !== undefined) {
+    // Headers, then the status in trailers, as connect-node answers a failed call: a "trailers-only" block of
+    // headers reaches the caller without END_STREAM through Node's compatibility layer, and @grpc/grpc-js reads a
+    // status from headers only when they end the stream.
+    return { status: 200, headers: { "content-type": contentType, "x-request-id": requestId }, body: new Uint8Array(0), trailers: { ...status, "x-request-id": requestId } };
+  }
+  if (web !== undefined) {
+    const frame = encodeEnvelope(trailerFlag, trailerSerialize(new Headers({ ...status, "x-request-id": requestId })));
+    const body = web.text ? Buffer.from(Buffer.from(frame).toString("base64")) : frame;
+    const type = web.text ? "application/grpc-web-text+proto" : contentType;
+    return { status: 200, headers: { "content-type": type, "x-request-id": requestId }, body };
+  }
+  return { status: 404, headers: { "content-type": "application/json", "x-request-id": requestId }, body: errorToJsonBytes(error, {}) };
+}
+
+// Writes the answer once the request's body has been read: an HTTP/2 stream answered while its client still sends
+// is reset after the answer (unread-body.ts), and @grpc/grpc-js then reported the reset ("Call ended without gRPC
+// status"), not the status. A body longer than the server reads is not waited for: the answer goes out once that
+// much has come, and the stream's reset follows it.
+export function answerOnceRead(req: NodeRequest, res: NodeResponse, answer: RpcAnswer, maxBodyBytes: number): void {
+  let read = 0;
+  const send = (): void => {
+    req.removeListener("data", count);
+    req.removeListener("end", send);
+    if (res.headersSent) return;
+    if (answer.trailers !== undefined) res.addTrailers(answer.trailers);
+    res.writeHead(answer.status, answer.headers);
+    res.end(answer.body);
+  };
+  const count = (chunk: Buffer): void => {
+    read += chunk.length;
+    if (read > maxBodyBytes) send();
+  };
+  req.on("data", count);
+  req.on("end", send);
+}
