@@ -1,4 +1,5 @@
 import { parseArgs } from "node:util";
+import { printable } from "../errors/caller-text.js";
 import { AdminError } from "../identity/identity-admin.js";
 import type { IdentityAdmin } from "../identity/identity-admin.js";
 import { pruneAuditTrail } from "../identity/audit-retention.js";
@@ -192,8 +193,15 @@ export async function runAdminCommand(argv: string[], ctx: AdminContext): Promis
   }
 }
 
+// One record a line, its fields apart by tabs. Callers chose much of a record's text (the resource is the path
+// they sent, with its ids decoded; the request id, x-request-id), so every unprintable character of every field
+// (Unicode category C: controls, tab and newline included, bidi overrides, zero widths) is written as \uXXXX:
+// raw, an ESC sequence would drive the operator's terminal and a tab or a newline would forge fields and whole
+// records. Nothing is cut; --json gives every text exactly.
 function auditLine(r: AuditRecord): string {
-  return [iso(r.at), r.principal, r.method, r.protocol, r.scope || "-", r.resource, `code=${r.code}`, `request=${r.requestId}`].join("\t");
+  return [iso(r.at), r.principal, r.method, r.protocol, r.scope || "-", r.resource, `code=${r.code}`, `request=${r.requestId}`]
+    .map((field) => printable(field, Infinity))
+    .join("\t");
 }
 
 export { AdminError };
