@@ -68,14 +68,16 @@ function bodyToJson(req: RequestParts): JsonObject {
 // Undefined for an empty (or all-whitespace) body.
 function parseBody(req: RequestParts): JsonValue | undefined {
   if (req.body.length === 0) return undefined;
-  // Checked on the bytes, and decoded only once counted: a string of a body of 4 MB took about 10 ms to make, and
-  // the count may refuse the body without it.
-  if (!isUtf8(req.body)) throw badRequest("MALFORMED_BODY", "", "the request body is not valid UTF-8");
-  if (isBlank(req.body)) return undefined;
+  // The coding first: compressed bytes are never UTF-8 (nor blank), and a caller who compressed its body must hear
+  // that compression is what is refused, not that its body is not text (docs/callers.md).
   const encoding = req.contentEncoding?.trim().toLowerCase();
   if (encoding !== undefined && encoding !== "" && encoding !== "identity") {
     throw badRequest("UNSUPPORTED_CONTENT_TYPE", "", "a request body must be sent uncompressed (no Content-Encoding)");
   }
+  // Checked on the bytes, and decoded only once counted: a string of a body of 4 MB took about 10 ms to make, and
+  // the count may refuse the body without it.
+  if (!isUtf8(req.body)) throw badRequest("MALFORMED_BODY", "", "the request body is not valid UTF-8");
+  if (isBlank(req.body)) return undefined;
   if (!isJsonContentType(req.contentType)) {
     throw badRequest(
       "UNSUPPORTED_CONTENT_TYPE",
