@@ -1,3 +1,5 @@
+import type { Logger } from "pino";
+import { printable } from "../errors/caller-text.js";
 import type { Credentials } from "../pipeline/call.js";
 import type { ErrorDomain } from "../errors/reasons.js";
 import type { Clock } from "../shared/clock.js";
@@ -9,7 +11,17 @@ import { hashSecret, idOf, issueSecret, secretMatches } from "./secrets.js";
 export interface AuthenticatorSettings {
   tokenTtlMs: number;
   failuresPerMinute: number;
+  // Where an address or client id that became blocked is reported, at warn (the server's logger). None: not reported.
+  logger?: Pick<Logger, "warn">;
 }
+
+// Block notices a minute, at most: each block took more than a minute's limit of failures to earn, but a guesser
+// with many addresses (an IPv6 prefix) earns many; beyond this they are counted and the count logged with the next
+// notice.
+const MAX_BLOCK_NOTICES_PER_MINUTE = 100;
+
+// The credential prefixes (secrets.ts): a client id that starts with one is a secret sent in the wrong field.
+const CREDENTIAL_PREFIX = /^cp(cs|at|ak)\./;
 
 // A verified credential as the per-call check needs it; cached by id until access changes.
 interface KnownCredential {
@@ -52,14 +64,56 @@ export class Authenticator {
   private readonly bySource: FailureLimiter;
   private readonly byClientId: FailureLimiter;
   private epoch = 0;
+  private readonly notices = { windowStart: 0, count: 0, unlogged: 0 };
 
   constructor(
     private readonly store: IdentityStore,
     private readonly clock: Clock,
     private readonly settings: AuthenticatorSettings,
   ) {
-    this.bySource = new FailureLimiter(settings.failuresPerMinute);
-    this.byClientId = new FailureLimiter(settings.failuresPerMinute);
+    this.bySource = new FailureLimiter(settings.failuresPerMinute, (address, seconds) =>
+      this.reportBlock(
+        { address: printable(address, 64) },
+        `address ${printable(address, 64)} made more than ${settings.failuresPerMinute} failed authentications in a minute: its failures are refused for ${seconds} s (valid credentials from it still pass)`,
+        seconds,
+      ),
+    );
+    this.byClientId = new FailureLimiter(settings.failuresPerMinute, (clientId, seconds) => {
+      // Bounded (service_auth refuses a client id over 128 characters before it is counted) and escaped; never a
+      // secret, even one pasted into client_id.
+      const shown = CREDENTIAL_PREFIX.test(clientId) ? "(a credential sent as client_id, not shown)" : printable(clientId, 128);
+      this.reportBlock(
+        { clientId: shown },
+        `client id ${shown} had more than ${settings.failuresPerMinute} failed authentications in a minute: it is refused for ${seconds} s, even with its right secret`,
+        seconds,
+      );
+    });
+  }
+
+  // One warn line per block (FailureLimiter calls once per block, never per failure), at most
+  // MAX_BLOCK_NOTICES_PER_MINUTE a minute.
+  private reportBlock(who: Record<string, string>, message: string, seconds: number): void {
+    const logger = this.settings.logger;
+    if (logger === undefined) return;
+    const now = Date.now();
+    const n = this.notices;
+    if (now - n.windowStart >= 60_000) {
+      n.windowStart = now;
+      n.count = 0;
+    }
+    if (n.count >= MAX_BLOCK_NOTICES_PER_MINUTE) {
+      if (n.unlogged++ === 0) {
+        logger.warn({ limit: MAX_BLOCK_NOTICES_PER_MINUTE }, `more than ${MAX_BLOCK_NOTICES_PER_MINUTE} addresses or client ids were blocked for failed authentications within a minute: further blocks are counted, not logged one by one`);
+      }
+      return;
+    }
+    n.count++;
+    const unlogged = n.unlogged;
+    n.unlogged = 0;
+    logger.warn(
+      { ...who, failuresPerMinute: this.settings.failuresPerMinute, blockedSeconds: seconds, ...(unlogged > 0 ? { unloggedBlocksBefore: unlogged } : {}) },
+      `failed authentications: ${message}`,
+    );
   }
 
   // Forgets every cached credential: access changed in the store. A read from the store in flight meanwhile is

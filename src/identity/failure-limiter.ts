@@ -15,7 +15,12 @@ export class FailureLimiter {
   private readonly limiter: RateLimiterMemory;
   private readonly blockedUntil = new Map<string, number>();
 
-  constructor(failuresPerMinute: number) {
+  // onBlocked is called once per block: when a key that was not blocked becomes so (not for the failures that are
+  // refused while it is), with the seconds it stays blocked.
+  constructor(
+    failuresPerMinute: number,
+    private readonly onBlocked: (key: string, seconds: number) => void = () => {},
+  ) {
     this.limiter = new RateLimiterMemory({ points: failuresPerMinute, duration: 60, blockDuration: 60 });
   }
 
@@ -44,9 +49,12 @@ export class FailureLimiter {
     } catch (rejection) {
       const ms = (rejection as { msBeforeNext?: number }).msBeforeNext;
       if (typeof ms !== "number") throw rejection;
+      const already = this.blockedFor(key) > 0;
       if (this.blockedUntil.size >= MAX_BLOCKED) this.forgetExpired();
       this.blockedUntil.set(key, Date.now() + ms);
-      return Math.max(1, Math.ceil(ms / 1000));
+      const seconds = Math.max(1, Math.ceil(ms / 1000));
+      if (!already) this.onBlocked(key, seconds);
+      return seconds;
     }
   }
 }
