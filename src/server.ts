@@ -45,10 +45,11 @@ import { HealthStatus } from "./transport/grpc/health-service.js";
 import { GrpcUnaryAdapter } from "./transport/grpc/grpc-unary-adapter.js";
 import { createConnectAdapter } from "./transport/connect/connect-adapter.js";
 import { answerOnceRead, unknownProcedureAnswer } from "./transport/connect/unknown-procedure.js";
+import { serverShuttingDown } from "./errors/protocol-errors.js";
 import { requestIdOf } from "./pipeline/call.js";
 import { createCleartextListener } from "./transport/listener.js";
 import { releaseUnreadBody } from "./transport/unread-body.js";
-import { applyHttp1Limits, closeWhenIdle, http1Options } from "./transport/connection-limits.js";
+import { applyHttp1Limits, closeWhenIdle, holdSessionOpen, http1Options } from "./transport/connection-limits.js";
 import type { ConnectionLimits } from "./transport/connection-limits.js";
 import { FairTurns } from "./transport/fair-turns.js";
 import { RequestTimeouts } from "./transport/request-timeout.js";
@@ -63,6 +64,8 @@ import type { ParserError } from "./transport/rest/parser-refusals.js";
 
 export const MAX_REQUEST_BYTES = 4 * 1024 * 1024;
 const FAIR_TURN_BUDGET_MS = 8;
+// How long a graceful close waits for open watches to write their end before their connections are dropped.
+const LONG_LIVED_END_MS = 1000;
 
 // HTTP/2 flow control: Node's 65,535-byte default windows stall a 64 KiB Encrypt until a WINDOW_UPDATE comes
 // back. These let a full request through at once and keep many concurrent streams busy.
@@ -271,6 +274,19 @@ async function assemble(config: Config, logger: Logger, options: BuildOptions, c
     inFlight++;
     call.on("close", untrack);
   }
+  // Calls open by design (health watches, streaming reflection): they keep their HTTP/2 session from being closed as
+  // idle, and a graceful close ends them with a status (below) instead of dropping their connections.
+  const longLivedOpen = new Set<Res>();
+  let longLivedEnded: (() => void) | null = null;
+  function trackLongLived(req: Req, res: Res): void {
+    if ("stream" in req) holdSessionOpen(req.stream);
+    longLivedOpen.add(res);
+    res.once("close", () => {
+      longLivedOpen.delete(res);
+      if (longLivedOpen.size === 0) longLivedEnded?.();
+    });
+  }
+
   // The one request listener of both servers. Node calls it from its socket loop, where a throw would end the
   // process: whatever one request does wrong stays with that request.
   function handle(req: Req, res: Res): void {
@@ -279,6 +295,7 @@ async function assemble(config: Config, logger: Logger, options: BuildOptions, c
       releaseUnreadBody(req, res, MAX_REQUEST_BYTES);
       if (applyCors(config.corsAllowedOrigins, req, res)) return;
       if (!longLived.has(req.url ?? "")) track(res);
+      else trackLongLived(req, res);
       connect.handle(req, res);
     } catch (err) {
       dropAfterFault(err, () => res.destroy());
@@ -405,7 +422,23 @@ async function assemble(config: Config, logger: Logger, options: BuildOptions, c
           setTimeout(resolve, config.shutdownTimeoutMs).unref();
         });
       }
-      shutdown.abort();
+      // Open watches have NOT_SERVING to send (health.shutdown above): a turn for it to go out, then their calls end
+      // with UNAVAILABLE, so that a balancer watching learns the server drains from the watch itself, not from a
+      // dropped connection (a probe, 2026-11-27), and a second for the end to be written before the sockets go.
+      await new Promise((resolve) => setImmediate(resolve));
+      shutdown.abort(serverShuttingDown());
+      if (longLivedOpen.size > 0) {
+        await new Promise<void>((resolve) => {
+          longLivedEnded = resolve;
+          setTimeout(resolve, LONG_LIVED_END_MS).unref();
+        });
+        // A stream is closed before its session has written its last frames: the sessions, told to close above,
+        // close once they have, when nothing else is open on them.
+        await Promise.race([
+          Promise.all([...sessions].map((session) => new Promise((resolve) => session.once("close", resolve)))),
+          new Promise((resolve) => setTimeout(resolve, LONG_LIVED_END_MS).unref()),
+        ]);
+      }
       for (const socket of sockets) socket.destroy();
       await closed;
       accessWatcher.stop();

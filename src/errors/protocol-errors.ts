@@ -69,6 +69,17 @@ export function unknownCompression(domain: ErrorDomain, name: string, accepted: 
   return protocolError(domain, Code.Unimplemented, `unknown compression ${quoted(name)}: the server accepts ${accepted.join(", ")}`);
 }
 
+// How a call open by design (a health Watch) ends when the server stops gracefully, after its NOT_SERVING.
+export function serverShuttingDown(): DomainError {
+  return new DomainError({
+    code: "unavailable",
+    reason: "SERVER_SHUTTING_DOWN",
+    domain: "cloudplane",
+    message: "the server is shutting down",
+    retryAfterSeconds: 1,
+  });
+}
+
 export function deadlineExceeded(domain: ErrorDomain): DomainError {
   return new DomainError({
     code: "deadline_exceeded",

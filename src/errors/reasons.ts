@@ -12,6 +12,7 @@ export const reasons = {
   REQUEST_TOO_LARGE: "The request body is larger than the server accepts (4 MiB; 64 KiB for a virtualization API XML body).",
   REQUEST_HEAD_TOO_LARGE: "The HTTP/1.1 request line and headers are larger than the server accepts (16 KiB), answered 431.",
   ROUTE_NOT_FOUND: "No REST or virtualization API route matches the request path.",
+  SERVER_SHUTTING_DOWN: "The server is stopping gracefully: a call open by design (a health Watch) ends with UNAVAILABLE after its NOT_SERVING; connect again, to this server once it is back or to another.",
   PROCEDURE_NOT_FOUND: "A gRPC, gRPC-web or Connect call names a service or method this server does not have (UNIMPLEMENTED).",
   METHOD_NOT_ALLOWED: "The REST or virtualization API path exists, but not for this HTTP method.",
   CRYPTO_KEY_NOT_FOUND: "No live key has the given id.",

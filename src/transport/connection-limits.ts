@@ -30,11 +30,33 @@ export function applyHttp1Limits(server: http2.Http2SecureServer, limits: Connec
   Object.assign(server, { ...http1Options(limits), maxConnections: limits.maxConnections });
 }
 
-// An HTTP/2 session with no frames for the idle timeout gets a GOAWAY: calls in flight finish, no new ones
-// start. One that still has not closed after a further request timeout is dropped.
+// The streams of each HTTP/2 session that stay open by design (health watches, streaming reflection): a session is
+// not idle while one is open, though no frame may pass for long (a watch writes only when a status changes, and
+// one without a deadline was dropped after the idle timeout and a request timeout, 90 s: a probe, 2026-11-27).
+// Counted only for those streams, so that the calls of the hot path add nothing.
+const openLongLived = new WeakMap<http2.Http2Session, number>();
+
+function longLivedClosed(this: http2.ServerHttp2Stream, session: http2.Http2Session): void {
+  const open = (openLongLived.get(session) ?? 1) - 1;
+  if (open > 0) openLongLived.set(session, open);
+  else openLongLived.delete(session);
+}
+
+export function holdSessionOpen(stream: http2.ServerHttp2Stream): void {
+  const session = stream.session;
+  if (session === undefined || stream.closed) return;
+  openLongLived.set(session, (openLongLived.get(session) ?? 0) + 1);
+  stream.once("close", longLivedClosed.bind(stream, session));
+}
+
+// An HTTP/2 session with no frames for the idle timeout, and no stream open by design, gets a GOAWAY: calls in
+// flight finish, no new ones start. One that still has not closed after a further request timeout is dropped. A
+// session kept for its open watch is looked at again after its next frame (the watch's last one, at the latest),
+// which restarts Node's timer.
 export function closeWhenIdle(session: http2.Http2Session, limits: ConnectionLimits): void {
   session.setTimeout(limits.idleTimeoutMs, () => {
     if (session.closed || session.destroyed) return;
+    if (openLongLived.has(session)) return;
     session.close();
     setTimeout(() => session.destroy(), limits.requestTimeoutMs).unref();
   });

@@ -3,7 +3,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { HealthCheckResponse_ServingStatus as ServingStatus } from "../../../gen/grpc/health/v1/health_pb.js";
 import type { Health, HealthCheckRequest, HealthCheckResponse } from "../../../gen/grpc/health/v1/health_pb.js";
-import { notFound } from "../../errors/domain-error.js";
+import { DomainError, notFound } from "../../errors/domain-error.js";
 
 type StatusListener = (status: ServingStatus) => void;
 
@@ -134,7 +134,8 @@ async function* watch(
   try {
     for (;;) {
       if (signal.aborted) {
-        throw ConnectError.from(signal.reason, Code.Canceled);
+        // The server's own reason when it shuts down (SERVER_SHUTTING_DOWN), else the caller left or its deadline passed.
+        throw signal.reason instanceof DomainError ? signal.reason : ConnectError.from(signal.reason, Code.Canceled);
       }
       if (latest !== sent) {
         sent = latest;
