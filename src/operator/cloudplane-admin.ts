@@ -1,10 +1,11 @@
 #!/usr/bin/env node
-import { writeSync } from "node:fs";
+import { existsSync, writeSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { AdminError, IdentityAdmin } from "../identity/identity-admin.js";
 import { systemClock } from "../shared/clock.js";
 import { createLogger } from "../logger.js";
 import { openStorage } from "../storage/open-storage.js";
+import { databasePath } from "../storage/sqlite/database.js";
 import { adminHelp, runAdminCommand, UsageError } from "./admin-command.js";
 
 // cloudplane-admin (npm run admin -- ...): service accounts, API keys, grants and the audit trail, on the store of
@@ -27,8 +28,20 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
     return 0;
   }
   const dataDir = typeof values["data-dir"] === "string" ? values["data-dir"] : (env.DATA_DIR ?? "./data");
+  const databaseUrl = env.DATABASE_URL ?? "";
+  // Opening the embedded store creates it: a mistyped --data-dir would get a new, empty store that no server uses,
+  // listed as empty and given accounts whose credentials work nowhere. Only the server creates a store (on its
+  // first start); every command refuses a directory without one, creating nothing, as rewrap-master-key does.
+  // With DATABASE_URL the data directory is not used.
+  if (databaseUrl === "" && !existsSync(databasePath(dataDir))) {
+    writeSync(
+      2,
+      `cloudplane-admin: ${databasePath(dataDir)} does not exist: ${dataDir} is not a data directory of cloudplane\n(give the server's --data-dir or DATA_DIR; the server makes its store there on its first start)\n`,
+    );
+    return 2;
+  }
   // The servers' store: PostgreSQL when DATABASE_URL is set, as for the server.
-  const storage = await openStorage({ dataDir, databaseUrl: env.DATABASE_URL ?? "", databasePoolSize: 2 }, createLogger("warn", process.stderr));
+  const storage = await openStorage({ dataDir, databaseUrl, databasePoolSize: 2 }, createLogger("warn", process.stderr));
   try {
     await runAdminCommand(argv, { admin: new IdentityAdmin(storage.identity, systemClock), audit: storage.audit, clock: systemClock, print });
     return 0;
