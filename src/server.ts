@@ -234,6 +234,9 @@ async function assemble(config: Config, logger: Logger, options: BuildOptions, c
   function fallback(req: Req, res: Res): void {
     if (req.method === "GET" || req.method === "HEAD") {
       const path = (req.url ?? "/").split("?")[0] ?? "/";
+      // Every response carries a request id (docs/errors.md), these too, which no call pipeline answers; a REST
+      // route's answer sets the call's own over this one.
+      res.setHeader("x-request-id", requestIdOf(req.headers["x-request-id"]?.toString()));
       if (staticFiles(req, res, path)) return;
       if (path === "/healthz" || path === "/readyz") {
         const ok = path === "/healthz" || accepting;

@@ -37,6 +37,15 @@ describe("cleartext port", () => {
     expect(JSON.parse(body)).toEqual({ status: "ok" });
   });
 
+  it("puts a request id on the probes' and the static files' answers too", async () => {
+    for (const path of ["/healthz", "/readyz", "/openapi.json"]) {
+      const own = await fetch(`${server.url}${path}`, { headers: { "x-request-id": "probe-1" } });
+      expect(own.headers.get("x-request-id"), path).toBe("probe-1");
+      const made = await fetch(`${server.url}${path}`);
+      expect(made.headers.get("x-request-id"), path).toMatch(/^[0-9a-f-]{36}$/);
+    }
+  });
+
   it("answers a CORS preflight for browser clients and exposes the gRPC-web and rate-limit headers", async () => {
     const res = await fetch(`${server.url}/kms.v1.KeyManagerService/Encrypt`, {
       method: "OPTIONS",
