@@ -57,6 +57,13 @@ function masked(side: Side, value: unknown): unknown {
 
 type Probe = (side: Side) => Promise<unknown>;
 
+// An envelope with its flags byte set to `flags`.
+function flagged(flags: number, envelope: Buffer): Buffer {
+  const out = Buffer.from(envelope);
+  out[0] = flags;
+  return out;
+}
+
 function grpc(path: string, body: (side: Side) => Buffer, extra: Record<string, string> = {}): Probe {
   return async (side) => {
     const res = await rawCall(side.server.url, `/kms.v1.KeyManagerService/${path}`, body(side), { "x-request-id": "eq-1", ...extra });
@@ -87,6 +94,11 @@ const cases: [string, Probe][] = [
   ["gRPC no message", grpc("CreateCryptoKey", () => Buffer.alloc(0))],
   ["gRPC two messages", grpc("GetCryptoKey", (s) => Buffer.concat([binary(GetCryptoKeyRequestSchema, { keyId: s.keyId }), binary(GetCryptoKeyRequestSchema, { keyId: s.keyId })]))],
   ["gRPC bad protobuf", grpc("CreateCryptoKey", () => frame(Buffer.from([0x0a, 0x05, 0x61])))],
+  // A request envelope's flags are 0 or 1 (docs/callers.md, "Envelope flags"): connect-node served any other.
+  ["gRPC envelope flag 2", grpc("GetCryptoKey", (s) => flagged(0x02, binary(GetCryptoKeyRequestSchema, { keyId: s.keyId })))],
+  ["gRPC envelope flag 0x80", grpc("GetCryptoKey", (s) => flagged(0x80, binary(GetCryptoKeyRequestSchema, { keyId: s.keyId })))],
+  ["gRPC second envelope flag 0x80", grpc("GetCryptoKey", (s) => Buffer.concat([binary(GetCryptoKeyRequestSchema, { keyId: s.keyId }), flagged(0x80, binary(GetCryptoKeyRequestSchema, { keyId: s.keyId }))]))],
+  ["gRPC a message, then a header declaring 5 MiB", grpc("GetCryptoKey", (s) => Buffer.concat([binary(GetCryptoKeyRequestSchema, { keyId: s.keyId }), Buffer.from([0, 0, 0x50, 0, 0])]))],
   ["gRPC field violation", grpc("Encrypt", () => binary(EncryptRequestSchema, { keyId: "", keyVersionId: 0 }))],
   // Counted before decoding (src/transport/limits/): 65 labels, and 1,001 unknown fields.
   ["gRPC over a declared limit", grpc("CreateCryptoKey", () => binary(CreateCryptoKeyRequestSchema, { parentId: "p", labels: Array(65).fill("l") }))],

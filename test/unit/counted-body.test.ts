@@ -1,6 +1,6 @@
 import { gzipSync } from "node:zlib";
 import { create, toBinary } from "@bufbuild/protobuf";
-import { ConnectError } from "@connectrpc/connect";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
 import { CreateCryptoKeyRequestSchema } from "../../gen/kms/v1/kms_pb.js";
 import type { ViolationList } from "../../src/errors/violation-list.js";
@@ -148,6 +148,28 @@ describe("the body connect-node reads", () => {
     await new Promise((resolve) => process.nextTick(resolve));
     expect(settled).toBe(false);
     await expect(failed).rejects.toBe(gone);
+  });
+
+  it("refuses an envelope whose flags are neither 0 nor 1, once its header is read, after the size check", async () => {
+    for (const [contentType, flags, text] of [
+      ["application/grpc", 0x02, "gRPC"],
+      ["application/grpc-web+proto", 0x80, "gRPC-web"],
+      ["application/grpc", 0x81, "gRPC"],
+    ] as const) {
+      const bad = frame(message(1));
+      bad[0] = flags;
+      const it = (countedRequest(request(contentType, [frame(message(1)), bad.subarray(0, 5)]), LIMITS, MAX_BYTES, refuse, null).body as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]();
+      await it.next();
+      const refused = await it.next().then(
+        () => undefined,
+        (thrown: unknown) => thrown as ConnectError,
+      );
+      expect(refused?.code).toBe(Code.InvalidArgument);
+      expect(refused?.rawMessage).toBe(`the request is not one uncompressed protobuf message in a ${text} envelope`);
+    }
+    // A header declaring more than the limit is passed on for Connect to refuse as too large, whatever its flags.
+    const huge = Buffer.from([0x80, 0, 0x50, 0, 0]);
+    expect(await read(request("application/grpc", [huge]))).toEqual(huge);
   });
 
   it("leaves alone what no protocol of Connect's reads", async () => {

@@ -1,5 +1,12 @@
 import type { ConnectError } from "@connectrpc/connect";
-import type { ViolationList } from "../../errors/violation-list.js";
+import { ErrorInfoSchema } from "../../../gen/google/rpc/error_details_pb.js";
+import { malformedBody } from "../../errors/protocol-errors.js";
+import type { BodyEncoding } from "../../errors/protocol-errors.js";
+import type { ErrorDomain } from "../../errors/reasons.js";
+import { statusPartsOf } from "../../errors/status-details.js";
+import { toConnectError } from "../../errors/to-connect-error.js";
+import { ViolationList } from "../../errors/violation-list.js";
+import { CallError } from "../../pipeline/call-error.js";
 import type { MessageLimits } from "../../pipeline/message-limits.js";
 import { acceptedCompressions } from "../compression.js";
 import type { FairTurns } from "../fair-turns.js";
@@ -24,14 +31,15 @@ import type { Compression, UniversalServerRequest } from "./connect-internals.js
 
 const ENVELOPE_BYTES = 5;
 const FLAG_COMPRESSED = 0x01;
-// Connect's end-of-stream and gRPC-web's trailers: not messages.
-const FLAG_NOT_A_MESSAGE = 0x02 | 0x80;
+
 
 type Refuse = (violations: ViolationList) => ConnectError;
 
 interface Framing {
   enveloped: boolean;
   binary: boolean;
+  // What the body must be, for the refusal of an envelope whose flags are not a request's.
+  encoding: BodyEncoding;
   // The compression the messages come in, null for none; undefined for one Connect will refuse.
   compression: Compression | null | undefined;
 }
@@ -56,7 +64,6 @@ export function countedRequest(
   // Undefined when counted at once (the usual case: no promise per call); a promise when the message had to be
   // decompressed or is large enough to be counted a slice a turn.
   const count = (flags: number, message: Uint8Array): Promise<void> | undefined => {
-    if ((flags & FLAG_NOT_A_MESSAGE) !== 0) return undefined;
     if ((flags & FLAG_COMPRESSED) !== 0) {
       const compression = framing.compression;
       if (compression == null) return undefined;
@@ -80,7 +87,16 @@ export function countedRequest(
     return undefined;
   };
   const source = { it: body[Symbol.asyncIterator](), turns };
-  const counted = new CountedBody(source, maxBytes, count, framing.enveloped, framing.compression === null ? 0 : FLAG_COMPRESSED);
+  // A request envelope's flags are 0 or 1 (compressed): gRPC's Compressed-Flag, gRPC-web's (whose 0x80 marks the
+  // trailer frame only a server sends) and Connect's (whose 0x02 ends a response stream). connect-node reads any
+  // other flag as a message and served the call; the direct gRPC adapter refuses it. Refused here with the same
+  // error, MALFORMED_BODY in the called service's domain, read off the refusal `refuse` makes (docs/callers.md).
+  const badFlags = (): ConnectError => {
+    const info = refuse(ViolationList.of([])).findDetails(ErrorInfoSchema)[0];
+    const domain = (info?.domain ?? "cloudplane") as ErrorDomain;
+    return toConnectError(new CallError(statusPartsOf(malformedBody(domain, framing.encoding)), false), null);
+  };
+  const counted = new CountedBody(source, maxBytes, count, badFlags, framing.enveloped, framing.compression === null ? 0 : FLAG_COMPRESSED);
   return { ...req, body: counted };
 }
 
@@ -88,13 +104,18 @@ export function countedRequest(
 function framingOf(header: Headers): Framing | null {
   const contentType = header.get("content-type");
   const grpc = parseGrpcContentType(contentType);
-  if (grpc !== undefined) return { enveloped: true, binary: grpc.binary, compression: compressionOf(header.get("grpc-encoding")) };
+  if (grpc !== undefined) {
+    return { enveloped: true, binary: grpc.binary, encoding: "grpc", compression: compressionOf(header.get("grpc-encoding")) };
+  }
   const grpcWeb = parseGrpcWebContentType(contentType);
-  if (grpcWeb !== undefined) return grpcWeb.text ? null : { enveloped: true, binary: grpcWeb.binary, compression: compressionOf(header.get("grpc-encoding")) };
+  if (grpcWeb !== undefined) {
+    if (grpcWeb.text) return null;
+    return { enveloped: true, binary: grpcWeb.binary, encoding: "grpc-web", compression: compressionOf(header.get("grpc-encoding")) };
+  }
   const connect = parseConnectContentType(contentType);
   if (connect === undefined) return null;
-  const encoding = header.get(connect.stream ? "connect-content-encoding" : "content-encoding");
-  return { enveloped: connect.stream, binary: connect.binary, compression: compressionOf(encoding) };
+  const compression = compressionOf(header.get(connect.stream ? "connect-content-encoding" : "content-encoding"));
+  return { enveloped: connect.stream, binary: connect.binary, encoding: connect.binary ? "connect-proto" : "connect-json", compression };
 }
 
 function compressionOf(name: string | null): Compression | null | undefined {
@@ -139,6 +160,8 @@ class CountedBody implements AsyncIterableIterator<Uint8Array> {
     private readonly source: Source,
     private readonly maxBytes: number,
     private readonly count: Count,
+    // The refusal of an envelope whose flags are neither 0 nor 1.
+    private readonly badFlags: () => ConnectError,
     private readonly enveloped: boolean,
     // The flags of the whole body: compressed or not.
     private readonly wholeFlags: number,
@@ -220,6 +243,8 @@ class CountedBody implements AsyncIterableIterator<Uint8Array> {
           this.#passAll = true;
           break;
         }
+        // After the size, as the direct gRPC adapter checks them: a header declaring too much is refused for that.
+        if ((header[0]! & ~FLAG_COMPRESSED) !== 0) throw this.badFlags();
       }
       const n = Math.min(this.#length - this.#fill, chunk.length - i);
       this.#fill += n;

@@ -158,7 +158,11 @@ export class GrpcUnaryAdapter {
       return;
     }
     const body = pending.rest !== null ? Buffer.concat(pending.rest, pending.size) : (pending.first ?? Buffer.alloc(0));
-    const payload = unaryPayload(body);
+    const payload = unaryPayload(body, this.maxMessageBytes);
+    if (payload === "too large") {
+      this.refuse(stream, pending, new CallError(statusPartsOf(requestTooLarge(domain, this.maxMessageBytes)), false));
+      return;
+    }
     if (payload === "not one message") {
       this.refuse(stream, pending, new CallError(statusPartsOf(notOneMessage(domain)), false));
       return;
@@ -282,14 +286,20 @@ function onWantErrorTrailers(this: ErrorStream): void {
   if (!this.readableEnded) setImmediate(stopReading, this);
 }
 
-// The one message of a unary request. Told apart as Connect tells them apart (connect-refusals.ts), so that both
-// paths answer alike: no message or a second whole one; or an envelope cut short or flagged compressed.
-function unaryPayload(body: Buffer): Uint8Array | "not one message" | "malformed" {
+// The one message of a unary request. Told apart as Connect and the body it reads tell them apart
+// (connect-refusals.ts, counted-body.ts), so that both paths answer alike: no message or a second whole one; an
+// envelope cut short or flagged compressed; a second envelope whose header declares more than the limit (Connect
+// refuses it on that header) or whose flags are not 0 or 1 (the counted body refuses those).
+function unaryPayload(body: Buffer, maxBytes: number): Uint8Array | "not one message" | "malformed" | "too large" {
   if (body.length === 0) return "not one message";
   if (body.length < ENVELOPE_BYTES) return "malformed";
   const end = ENVELOPE_BYTES + body.readUInt32BE(1);
   if (end > body.length || body[0] !== 0) return "malformed";
   if (end === body.length) return body.subarray(ENVELOPE_BYTES, end);
   const extra = body.length - end;
-  return extra >= ENVELOPE_BYTES && body.readUInt32BE(end + 1) <= extra - ENVELOPE_BYTES ? "not one message" : "malformed";
+  if (extra < ENVELOPE_BYTES) return "malformed";
+  const declared = body.readUInt32BE(end + 1);
+  if (declared > maxBytes) return "too large";
+  if ((body[end]! & ~1) !== 0) return "malformed";
+  return declared <= extra - ENVELOPE_BYTES ? "not one message" : "malformed";
 }
