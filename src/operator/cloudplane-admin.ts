@@ -11,8 +11,27 @@ import { adminHelp, runAdminCommand, UsageError } from "./admin-command.js";
 // cloudplane-admin (npm run admin -- ...): service accounts, API keys, grants and the audit trail, on the store of
 // a data directory, while the server runs or not (admin-command.ts has the commands).
 
+// Writes all of the text, waiting while a pipe is full: stdout and stderr may be non-blocking pipes (Node makes them
+// so once they are touched as streams), where writeSync throws EAGAIN or writes part of the text when the reader is
+// slower than us; `audit --json | less` of thousands of records failed so, exit 1 halfway.
+function writeAll(fd: number, text: string): void {
+  let rest = Buffer.from(text);
+  while (rest.length > 0) {
+    try {
+      rest = rest.subarray(writeSync(fd, rest));
+    } catch (err) {
+      if ((err as { code?: string }).code !== "EAGAIN") throw err;
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 5);
+    }
+  }
+}
+
 function print(line: string): void {
-  writeSync(1, `${line}\n`);
+  writeAll(1, `${line}\n`);
+}
+
+function note(line: string): void {
+  writeAll(2, `cloudplane-admin: ${line}\n`);
 }
 
 async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
@@ -34,10 +53,7 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
   // first start); every command refuses a directory without one, creating nothing, as rewrap-master-key does.
   // With DATABASE_URL the data directory is not used.
   if (databaseUrl === "" && !existsSync(databasePath(dataDir))) {
-    writeSync(
-      2,
-      `cloudplane-admin: ${databasePath(dataDir)} does not exist: ${dataDir} is not a data directory of cloudplane\n(give the server's --data-dir or DATA_DIR; the server makes its store there on its first start)\n`,
-    );
+    note(`${databasePath(dataDir)} does not exist: ${dataDir} is not a data directory of cloudplane\n(give the server's --data-dir or DATA_DIR; the server makes its store there on its first start)`);
     return 2;
   }
   // The servers' store: PostgreSQL when DATABASE_URL is set, as for the server.
@@ -47,7 +63,7 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
     return 0;
   } catch (err) {
     if (err instanceof UsageError || err instanceof AdminError || (err as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")) {
-      writeSync(2, `cloudplane-admin: ${(err as Error).message}\n(cloudplane-admin --help lists the commands)\n`);
+      note(`${(err as Error).message}\n(cloudplane-admin --help lists the commands)`);
       return 2;
     }
     throw err;
@@ -59,7 +75,7 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
 main(process.argv.slice(2), process.env).then(
   (code) => (process.exitCode = code),
   (err: unknown) => {
-    writeSync(2, `cloudplane-admin: ${err instanceof Error ? err.message : String(err)}\n`);
+    note(err instanceof Error ? err.message : String(err));
     process.exitCode = 1;
   },
 );
