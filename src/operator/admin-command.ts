@@ -25,7 +25,9 @@ server runs: a change takes effect within a second.
   grants list [ACCOUNT]                          list grants
   grants remove GRANT_ID                         remove a grant
   audit [--since T] [--until T] [--principal ACCOUNT] [--resource R] [--limit N]
-                                                 print audit records, oldest first (T: ISO 8601 time)
+                                                 print audit records from --since up to (not including) --until,
+                                                 oldest first (T: ISO 8601 time); at most N of them, 1000 by
+                                                 default: when more match, stderr says so and how to see the rest
   audit prune --before T                         delete the audit records older than T for good (the server itself
                                                  deletes those older than AUDIT_RETENTION_SECONDS, 90 days by default)
 
@@ -40,8 +42,13 @@ export interface AdminContext {
   admin: IdentityAdmin;
   audit: AuditStore;
   clock: Clock;
+  // Standard output: the command's answer (one JSON object a line with --json).
   print(line: string): void;
+  // Standard error: what the operator should know beside the answer (records left out, a name that matched nothing).
+  note(line: string): void;
 }
+
+export const DEFAULT_AUDIT_LIMIT = 1000;
 
 function iso(ms: number | null): string {
   return ms === null ? "" : new Date(ms).toISOString();
@@ -162,20 +169,32 @@ export async function runAdminCommand(argv: string[], ctx: AdminContext): Promis
       out("removed", { removed: rest[0] });
       return;
     case "audit": {
-      const limit = values.limit === undefined ? 1000 : Number(values.limit);
-      if (!Number.isInteger(limit) || limit < 1) throw new UsageError(`--limit must be a positive integer, got "${values.limit}"`);
+      const limit = values.limit === undefined ? DEFAULT_AUDIT_LIMIT : Number(values.limit);
+      if (!Number.isSafeInteger(limit) || limit < 1) throw new UsageError(`--limit must be a positive integer, got "${values.limit}"`);
+      const since = time(values.since, "--since");
+      const until = time(values.until, "--until");
+      // The records from since up to, not including, until: none can match a range that ends where it starts or earlier.
+      if (since !== undefined && until !== undefined && since >= until) {
+        throw new UsageError(`--since must be earlier than --until (records are shown from --since up to, not including, --until), got --since ${iso(since)} and --until ${iso(until)}`);
+      }
       let principal = values.principal;
       if (principal !== undefined && principal !== "anonymous") {
-        principal = (await admin.listServiceAccounts()).find((a) => a.name === principal || a.id === principal)?.id ?? principal;
+        const account = (await admin.listServiceAccounts()).find((a) => a.name === principal || a.id === principal);
+        // Kept as given (the records of a principal id whose account is gone would still be found), but said.
+        if (account === undefined) ctx.note(`no service account has id or name "${printable(principal, 128)}": showing the records of principal id "${printable(principal, 128)}" as given`);
+        principal = account?.id ?? principal;
       }
-      const records = await ctx.audit.query({
-        since: time(values.since, "--since"),
-        until: time(values.until, "--until"),
-        principal,
-        resource: values.resource,
-        limit,
-      });
-      for (const r of records) out(auditLine(r), { ...r, at: iso(r.at) });
+      // One more than shown, to know whether the limit cut.
+      const records = await ctx.audit.query({ since, until, principal, resource: values.resource, limit: limit + 1 });
+      const shown = records.slice(0, limit);
+      for (const r of shown) out(auditLine(r), { ...r, at: iso(r.at) });
+      if (records.length > limit) {
+        const last = iso(shown[shown.length - 1]!.at);
+        ctx.note(
+          `showed ${limit} audit record(s), the oldest that match (--limit ${limit}${values.limit === undefined ? ", the default" : ""}); more exist. ` +
+            `See them with a larger --limit, or the next ones with --since ${last} (the records of that millisecond shown again), or narrow with --until, --principal or --resource.`,
+        );
+      }
       return;
     }
     case "audit prune": {

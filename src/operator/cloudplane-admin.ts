@@ -59,7 +59,7 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
   // The servers' store: PostgreSQL when DATABASE_URL is set, as for the server.
   const storage = await openStorage({ dataDir, databaseUrl, databasePoolSize: 2 }, createLogger("warn", process.stderr));
   try {
-    await runAdminCommand(argv, { admin: new IdentityAdmin(storage.identity, systemClock), audit: storage.audit, clock: systemClock, print });
+    await runAdminCommand(argv, { admin: new IdentityAdmin(storage.identity, systemClock), audit: storage.audit, clock: systemClock, print, note });
     return 0;
   } catch (err) {
     if (err instanceof UsageError || err instanceof AdminError || (err as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")) {
