@@ -1,9 +1,14 @@
 import http from "node:http";
+import net from "node:net";
 import { gzipSync } from "node:zlib";
 import { fromBinary } from "@bufbuild/protobuf";
 import { base64Decode } from "@bufbuild/protobuf/wire";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { BadRequestSchema, ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
+import { refuseRequestTarget } from "../../src/transport/rest/request-target.js";
+import { RouteTable } from "../../src/transport/rest/route-table.js";
+import { KeyManagerService } from "../../gen/kms/v1/kms_pb.js";
+import { methodTableOf } from "../support/method-table.js";
 import { startServer } from "../support/server.js";
 import type { TestServer } from "../support/server.js";
 
@@ -90,5 +95,144 @@ describe("a REST body with a Content-Encoding", () => {
     );
     expect(answer.status).toBe(400);
     expect(refusal(answer.body)).toMatchObject({ reason: "MALFORMED_BODY", message: "the request body is not valid UTF-8" });
+  });
+});
+
+// One request written as raw bytes (Node's client always writes the origin-form and a Host header); the answer is
+// read until the server closes the connection.
+function raw(port: number, head: string): Promise<{ status: number; headers: Record<string, string>; body: string }> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, "127.0.0.1", () => socket.write(head));
+    const chunks: Buffer[] = [];
+    socket.on("data", (c: Buffer) => chunks.push(c));
+    socket.on("error", reject);
+    socket.on("close", () => {
+      const text = Buffer.concat(chunks).toString("latin1");
+      const split = text.indexOf("\r\n\r\n");
+      const [statusLine, ...lines] = text.slice(0, split).split("\r\n");
+      const headers: Record<string, string> = {};
+      for (const line of lines) {
+        const colon = line.indexOf(":");
+        headers[line.slice(0, colon).toLowerCase()] = line.slice(colon + 1).trim();
+      }
+      resolve({ status: Number(statusLine?.split(" ")[1]), headers, body: text.slice(split + 4) });
+    });
+  });
+}
+
+function protocolRefusal(domain: string, message: string): unknown {
+  return { code: 3, message, reason: "PROTOCOL_ERROR", domain, violations: [{ field: "", description: message }] };
+}
+
+const NO_HOST = "an HTTP/1.1 request must have a Host header (RFC 9112, section 3.2)";
+const TWO_HOSTS = "an HTTP/1.1 request must have one Host header, not several (RFC 9112, section 3.2)";
+const BAD_TARGET = "the request target must be a path, or an absolute http or https URI with a host (RFC 9112, section 3.2)";
+
+describe("the request target and Host header (RFC 9112 3.2)", () => {
+  let keyId: string;
+  beforeAll(async () => {
+    const created = await request(
+      "POST",
+      "/v1/keys",
+      { "content-type": "application/json", authorization: `Bearer ${server.token}` },
+      Buffer.from('{"parentId":"targets"}'),
+    );
+    keyId = (JSON.parse(created.body.toString()) as { id: string }).id;
+  });
+
+  // A server MUST accept the absolute-form: it was 404 "no REST route matches GET http://x/v1/keys/...".
+  test("an absolute-form target is served as the path it names", async () => {
+    const answer = await raw(
+      server.port,
+      `GET http://example.test/v1/keys/${keyId}?x-unused= HTTP/1.1\r\nHost: other\r\nAuthorization: Bearer ${server.token}\r\nConnection: close\r\n\r\n`,
+    );
+    // The query is read as the origin-form's would be: an unknown parameter, named.
+    expect(answer.status).toBe(400);
+    expect(refusal(Buffer.from(answer.body))).toMatchObject({ reason: "UNKNOWN_FIELD", domain: "kms" });
+    const ok = await raw(
+      server.port,
+      `GET HTTP://example.test/v1/keys/${keyId} HTTP/1.1\r\nHost: example.test\r\nAuthorization: Bearer ${server.token}\r\nConnection: close\r\n\r\n`,
+    );
+    expect(ok.status).toBe(200);
+    expect(ok.headers["content-type"]).toBe("application/json");
+    expect((JSON.parse(ok.body) as { id: string }).id).toBe(keyId);
+  });
+
+  test("an absolute target that is not an http URI with a host is 400 PROTOCOL_ERROR in JSON", async () => {
+    for (const target of ["ftp://example.test/v1/keys/k", "http:///v1/keys/k", "http://user@example.test/v1/keys/k"]) {
+      const answer = await raw(server.port, `GET ${target} HTTP/1.1\r\nHost: example.test\r\nx-request-id: target-1\r\n\r\n`);
+      expect(answer.status).toBe(400);
+      expect(answer.headers["content-type"]).toBe("application/json");
+      expect(answer.headers["x-request-id"]).toBe("target-1");
+      expect(answer.headers.connection).toBe("close");
+      expect(refusal(Buffer.from(answer.body))).toEqual(protocolRefusal("cloudplane", BAD_TARGET));
+    }
+  });
+
+  test("two Host headers on a REST route are 400 PROTOCOL_ERROR in JSON, in the route's domain", async () => {
+    const answer = await raw(server.port, `GET /v1/keys/${keyId} HTTP/1.1\r\nHost: a\r\nHost: b\r\nx-request-id: target-2\r\n\r\n`);
+    expect(answer.status).toBe(400);
+    expect(answer.headers["content-type"]).toBe("application/json");
+    expect(answer.headers["x-request-id"]).toBe("target-2");
+    expect(answer.headers.connection).toBe("close");
+    expect(refusal(Buffer.from(answer.body))).toEqual(protocolRefusal("kms", TWO_HOSTS));
+  });
+
+  // Needs src/server.ts and src/transport/connection-limits.ts (not changed here, docs/callers.md): Node's own
+  // refusal (requireHostHeader) answers before any handler, with an empty body; and /healthz and the other routes
+  // server.ts serves before REST read the absolute-form's whole URL as their path.
+  test.fails("no Host header is 400 PROTOCOL_ERROR in JSON (until server.ts calls refuseRequestTarget)", async () => {
+    const answer = await raw(server.port, `GET /v1/keys/${keyId} HTTP/1.1\r\nx-request-id: target-3\r\n\r\n`);
+    expect(answer.status).toBe(400);
+    expect(refusal(Buffer.from(answer.body))).toEqual(protocolRefusal("kms", NO_HOST));
+  });
+  test.fails("GET http://x/healthz is the health probe (until server.ts calls refuseRequestTarget)", async () => {
+    const answer = await raw(server.port, "GET http://x/healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    expect(answer.status).toBe(200);
+    expect(JSON.parse(answer.body)).toEqual({ status: "ok" });
+  });
+});
+
+// refuseRequestTarget as server.ts is to call it, first in its request listener, on a server that leaves the Host
+// check to it (requireHostHeader: false).
+describe("refuseRequestTarget in front of every route", () => {
+  let plain: http.Server;
+  let port: number;
+  beforeAll(async () => {
+    const routes = new RouteTable(methodTableOf([KeyManagerService]));
+    plain = http.createServer({ requireHostHeader: false }, (req, res) => {
+      if (refuseRequestTarget(req, res, routes)) return;
+      const body = JSON.stringify({ url: req.url, host: req.headers.host });
+      res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
+      res.end(body);
+    });
+    await new Promise<void>((resolve) => plain.listen(0, "127.0.0.1", resolve));
+    port = (plain.address() as net.AddressInfo).port;
+  });
+  afterAll(async () => {
+    await new Promise((resolve) => plain.close(resolve));
+  });
+
+  test("no Host header: 400 PROTOCOL_ERROR in JSON, the route's domain, the connection closed", async () => {
+    const answer = await raw(port, "GET /v1/keys/k HTTP/1.1\r\nx-request-id: target-4\r\n\r\n");
+    expect(answer.status).toBe(400);
+    expect(answer.headers["content-type"]).toBe("application/json");
+    expect(answer.headers["x-request-id"]).toBe("target-4");
+    expect(answer.headers.connection).toBe("close");
+    expect(refusal(Buffer.from(answer.body))).toEqual(protocolRefusal("kms", NO_HOST));
+    const health = await raw(port, "GET /healthz HTTP/1.1\r\n\r\n");
+    expect(refusal(Buffer.from(health.body))).toEqual(protocolRefusal("cloudplane", NO_HOST));
+  });
+
+  test("an HTTP/1.0 request needs no Host", async () => {
+    const answer = await raw(port, "GET /healthz HTTP/1.0\r\n\r\n");
+    expect(answer.status).toBe(200);
+  });
+
+  test("the absolute-form is rewritten to its path, with the target's authority as Host", async () => {
+    const answer = await raw(port, "GET http://example.test:8080?a=1 HTTP/1.1\r\nHost: other\r\nConnection: close\r\n\r\n");
+    expect(JSON.parse(answer.body)).toEqual({ url: "/?a=1", host: "example.test:8080" });
+    const health = await raw(port, "GET http://x/healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    expect(JSON.parse(health.body)).toEqual({ url: "/healthz", host: "x" });
   });
 });

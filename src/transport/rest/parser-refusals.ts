@@ -1,12 +1,14 @@
 import { STATUS_CODES, maxHeaderSize } from "node:http";
 import type { Duplex } from "node:stream";
 import { requestHeadTooLarge, requestNotParsed } from "../../errors/protocol-errors.js";
+import type { DomainError } from "../../errors/domain-error.js";
 import type { ErrorDomain } from "../../errors/reasons.js";
 import { callErrorOf } from "../../pipeline/call-error.js";
 import { requestIdOf } from "../../pipeline/call.js";
 import { toConnectError } from "../../errors/to-connect-error.js";
 import { errorAnswer } from "../vcd/vcd-errors.js";
 import { isVcdPath } from "../vcd/vcd-handler.js";
+import { absoluteForm } from "./absolute-form.js";
 import type { RouteTable } from "./route-table.js";
 import { connectErrorToStatusJson, httpStatusOfError } from "./status-json.js";
 
@@ -35,23 +37,13 @@ export function answerParserRefusal(err: ParserError, socket: ClientSocket, rout
     return;
   }
   const line = requestLine(err.rawPacket);
-  const vcd = line !== null && isVcdPath(line.target);
-  const domain = vcd ? "compute" : domainOfRequestLine(line, routes);
   const requestId = requestIdOf(null);
-  const refusal = err.code === "HPE_HEADER_OVERFLOW" ? requestHeadTooLarge(domain, maxHeaderSize) : requestNotParsed(domain);
-  let status: number;
-  let type: string;
-  let body: string;
-  if (vcd) {
-    // The virtualization API answers every failure with its Error document (docs/vcd.md); no version was agreed.
-    ({ status, body } = errorAnswer(null, refusal, domain, requestId, null));
-    type = "application/xml";
-  } else {
-    const error = toConnectError(callErrorOf(refusal, domain, requestId), null);
-    status = httpStatusOfError(error);
-    body = JSON.stringify(connectErrorToStatusJson(error));
-    type = "application/json";
-  }
+  const { status, type, body } = refusalAnswer(
+    line,
+    (domain) => (err.code === "HPE_HEADER_OVERFLOW" ? requestHeadTooLarge(domain, maxHeaderSize) : requestNotParsed(domain)),
+    requestId,
+    routes,
+  );
   socket.end(
     `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ""}\r\n` +
       `content-type: ${type}\r\ncontent-length: ${Buffer.byteLength(body)}\r\n` +
@@ -59,20 +51,49 @@ export function answerParserRefusal(err: ParserError, socket: ClientSocket, rout
   );
 }
 
+export interface RequestLine {
+  httpMethod: string;
+  // In origin-form (`/path?query`).
+  target: string;
+}
+
+// The answer to a request refused before any route is read: a REST google.rpc.Status in JSON with the domain of the
+// service whose route the request line names (else "cloudplane"), or for the virtualization API's paths its Error
+// document (no version was agreed).
+export function refusalAnswer(
+  line: RequestLine | null,
+  refusalOf: (domain: ErrorDomain) => DomainError,
+  requestId: string,
+  routes: RouteTable,
+): { status: number; type: string; body: string } {
+  const vcd = line !== null && isVcdPath(line.target);
+  const domain = vcd ? "compute" : domainOfRequestLine(line, routes);
+  const refusal = refusalOf(domain);
+  if (vcd) {
+    const { status, body } = errorAnswer(null, refusal, domain, requestId, null);
+    return { status, type: "application/xml", body };
+  }
+  const error = toConnectError(callErrorOf(refusal, domain, requestId), null);
+  return { status: httpStatusOfError(error), type: "application/json", body: JSON.stringify(connectErrorToStatusJson(error)) };
+}
+
 // The method and target of the request line ("POST /v1/encrypt?x=1 HTTP/1.1"), from the bytes the parser was
 // reading when it failed: the whole head when it came in one read, as it does from most clients. Null when the
 // line was not read to its end.
-function requestLine(raw: Buffer | undefined): { httpMethod: string; target: string } | null {
+function requestLine(raw: Buffer | undefined): RequestLine | null {
   if (raw === undefined) return null;
   const end = raw.indexOf("\r\n");
   if (end < 0) return null;
   const [httpMethod, target] = raw.subarray(0, end).toString("latin1").split(" ");
-  if (httpMethod === undefined || target === undefined || !target.startsWith("/")) return null;
-  return { httpMethod, target };
+  if (httpMethod === undefined || target === undefined) return null;
+  if (target.startsWith("/")) return { httpMethod, target };
+  // The absolute-form names the same route as its path (request-target.ts).
+  const path = absoluteForm(target)?.path;
+  return path === undefined ? null : { httpMethod, target: path };
 }
 
 // The domain of the route the request line names.
-function domainOfRequestLine(line: { httpMethod: string; target: string } | null, routes: RouteTable): ErrorDomain {
+function domainOfRequestLine(line: RequestLine | null, routes: RouteTable): ErrorDomain {
   if (line === null) return "cloudplane";
   const { httpMethod, target } = line;
   const q = target.indexOf("?");
