@@ -1,5 +1,12 @@
 import { parseArgs } from "node:util";
+import { AuthService } from "../gen/compute/auth/v2/auth_pb.js";
+import { NodePoolService } from "../gen/compute/cluster/v1/node_pool_pb.js";
+import { TaskService } from "../gen/compute/cluster/v1/task_pb.js";
+import { ConfigService } from "../gen/compute/configs/v2/configs_pb.js";
+import { VAppService } from "../gen/compute/vapp/v1/vapp_pb.js";
+import { KeyManagerService } from "../gen/kms/v1/kms_pb.js";
 import { shippedCatalogPath } from "./compute/catalog/load-catalog.js";
+import { printable } from "./errors/caller-text.js";
 import type { RateLimits } from "./ratelimit/rate-limits.js";
 
 // Every setting, with its flag, its environment variable and its default, read and validated in one place.
@@ -28,7 +35,7 @@ const specs = {
   auditRetentionSeconds: { flag: "audit-retention-seconds", env: "AUDIT_RETENTION_SECONDS", description: "how long audit records are kept: older ones are deleted at start and at every --sweep-interval-seconds; 0 keeps them forever (the trail then grows by about 60 bytes a call until the operator deletes with cloudplane-admin audit prune)", default: String(90 * 24 * 3600) },
   keyCacheSize: { flag: "key-cache-size", env: "KEY_CACHE_SIZE", description: "keys kept in memory, with their unwrapped material and metadata", default: "100000" },
   shutdownTimeoutSeconds: { flag: "shutdown-timeout-seconds", env: "SHUTDOWN_TIMEOUT_SECONDS", description: "how long SIGTERM waits for in-flight calls", default: "30" },
-  corsAllowedOrigins: { flag: "cors-allowed-origins", env: "CORS_ALLOWED_ORIGINS", description: "comma-separated browser origins (scheme://host:port) whose pages may call the API, e.g. the web console's; none by default, so no other site's page can use a browser's access", default: "" },
+  corsAllowedOrigins: { flag: "cors-allowed-origins", env: "CORS_ALLOWED_ORIGINS", description: "comma-separated browser origins whose pages may call the API, e.g. the web console's, written as browsers send them: http or https://host[:port], lower case, no default port, nothing after (https://console.example.com); * for any. Anything else is refused at start. None by default, so no other site's page can use a browser's access", default: "" },
   vcdApiVersions: { flag: "vcd-api-versions", env: "VCD_API_VERSIONS", description: "comma-separated versions of the virtualization API (/api/...) that callers may name in Accept", default: "36.0,36.1,36.2,36.3,37.0,37.1,37.2,37.3,38.0,38.1" },
   accessTokenTtlSeconds: { flag: "access-token-ttl-seconds", env: "ACCESS_TOKEN_TTL_SECONDS", description: "lifetime of an access token issued by POST /public/v2/service_auth", default: "3600" },
   authFailuresPerMinute: { flag: "auth-failures-per-minute", env: "AUTH_FAILURES_PER_MINUTE", description: "failed authentications one address (or one client id at service_auth) may make in a minute; then it is refused with 429 for a minute", default: "20" },
@@ -48,7 +55,7 @@ const specs = {
   rateLimitGetPerDay: { flag: "rate-limit-get-per-day", env: "RATE_LIMIT_GET_PER_DAY", description: "GET calls one credential may make a day to a rate-limited service", default: "10000" },
   rateLimitPostPerMinute: { flag: "rate-limit-post-per-minute", env: "RATE_LIMIT_POST_PER_MINUTE", description: "POST, PATCH and DELETE calls (counted together) one credential may make a minute to a rate-limited service", default: "30" },
   rateLimitPostPerDay: { flag: "rate-limit-post-per-day", env: "RATE_LIMIT_POST_PER_DAY", description: "POST, PATCH and DELETE calls one credential may make a day to a rate-limited service", default: "1000" },
-  rateLimitServices: { flag: "rate-limit-services", env: "RATE_LIMIT_SERVICES", description: "comma-separated services whose calls are rate-limited: full names (kms.v1.KeyManagerService), package prefixes (compute.*) or * for all; empty for none", default: "compute.*" },
+  rateLimitServices: { flag: "rate-limit-services", env: "RATE_LIMIT_SERVICES", description: "comma-separated services whose calls are rate-limited: full names of served services (kms.v1.KeyManagerService), package prefixes of them (compute.*, compute.cluster.*) or * for all; one that matches no served service is refused at start; empty for none", default: "compute.*" },
   redisUrl: { flag: "redis-url", env: "REDIS_URL", description: "Redis (redis://host:port/db) holding the rate-limit counts, shared by every server using it; none: each server counts in its own memory", default: "" },
   rateLimitKeyPrefix: { flag: "rate-limit-key-prefix", env: "RATE_LIMIT_KEY_PREFIX", description: "prefix of the rate-limit keys in Redis; servers with the same Redis and prefix share one budget per credential", default: "cloudplane:ratelimit" },
   rateLimitStoreFailure: { flag: "rate-limit-store-failure", env: "RATE_LIMIT_STORE_FAILURE", description: "when Redis cannot be reached: open (let calls through uncounted) or closed (refuse them with UNAVAILABLE); logged once per outage either way", default: "open" },
@@ -125,13 +132,53 @@ function versionList(raw: string): string[] {
 // double counts exactly.
 const MAX_LIMIT = Number.MAX_SAFE_INTEGER;
 
+// The full names of the services the server serves on every protocol, which RATE_LIMIT_SERVICES may name. The same
+// descriptors as `apiServices` of src/routes.ts (test/unit/config-served-services.test.ts keeps the two lists
+// equal), named here so that reading the settings does not load the transports routes.ts imports.
+export const servedServiceNames: readonly string[] = [AuthService, KeyManagerService, ConfigService, NodePoolService, TaskService, VAppService].map(
+  (s) => s.typeName,
+);
+
+// An entry matches a service (src/pipeline/stages/rate-limit.ts) when it is "*", its full name, or "<prefix>.*" with
+// the name starting "<prefix>.". An entry that matches no served service limits nothing: a typo
+// (NodePoolServce) would leave the service unlimited without a word, so it is refused.
 function serviceList(raw: string): string[] {
+  const setting = `--${specs.rateLimitServices.flag} (${specs.rateLimitServices.env})`;
   const services = raw.split(",").map((s) => s.trim()).filter((s) => s !== "");
   const bad = services.find((s) => !/^(\*|[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*(\.\*)?)$/.test(s));
   if (bad !== undefined) {
-    throw new ConfigError(`--${specs.rateLimitServices.flag} (${specs.rateLimitServices.env}) lists services such as compute.*,kms.v1.KeyManagerService, got "${bad}"`);
+    throw new ConfigError(`${setting} lists services such as compute.*,kms.v1.KeyManagerService, got "${printable(bad, 200)}"`);
+  }
+  const matchesNothing = services.find((s) => !servedServiceNames.some((name) => s === "*" || (s.endsWith(".*") ? name.startsWith(s.slice(0, -1)) : s === name)));
+  if (matchesNothing !== undefined) {
+    throw new ConfigError(
+      `${setting}: "${matchesNothing}" names no served service; name one in full (${servedServiceNames.join(", ")}), a package prefix of them (compute.*, compute.cluster.*, kms.*) or * for all`,
+    );
   }
   return services;
+}
+
+// What a browser sends in Origin, which is matched as written (src/transport/cors.ts): scheme://host[:port] in
+// lower case, the port only when not the scheme's default, nothing after. Any other spelling (a path, a trailing
+// "/", capitals, :443 on https) would never match, so it is refused, with the spelling that would.
+function originList(raw: string): string[] {
+  const setting = `--${specs.corsAllowedOrigins.flag} (${specs.corsAllowedOrigins.env})`;
+  const origins = raw.split(",").map((o) => o.trim()).filter((o) => o !== "");
+  for (const origin of origins) {
+    if (origin === "*") continue;
+    let url: URL | null = null;
+    try {
+      url = new URL(origin);
+    } catch {
+      // Not a URL at all.
+    }
+    const rule = 'lists origins as browsers send them, scheme://host[:port] with scheme http or https and nothing after the port (no path, not even "/"), or *';
+    if (url === null || (url.protocol !== "http:" && url.protocol !== "https:") || url.host === "") {
+      throw new ConfigError(`${setting} ${rule}; got "${printable(origin, 200)}"`);
+    }
+    if (url.origin !== origin) throw new ConfigError(`${setting} ${rule}; got "${printable(origin, 200)}", which a browser would send as "${url.origin}"`);
+  }
+  return origins;
 }
 
 function redisUrlOf(raw: string): string {
@@ -186,7 +233,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config | "he
     auditRetentionMs: integer("auditRetentionSeconds", raw("auditRetentionSeconds"), 0, 100 * 365 * 24 * 3600) * 1000,
     keyCacheSize: integer("keyCacheSize", raw("keyCacheSize"), 1, 100_000_000),
     shutdownTimeoutMs: integer("shutdownTimeoutSeconds", raw("shutdownTimeoutSeconds"), 0, 3600) * 1000,
-    corsAllowedOrigins: raw("corsAllowedOrigins").split(",").map((o) => o.trim()).filter((o) => o !== ""),
+    corsAllowedOrigins: originList(raw("corsAllowedOrigins")),
     vcdApiVersions: versionList(raw("vcdApiVersions")),
     // At most what AccessToken.expires_in (an int32 of seconds) can say, about 68 years: beyond it connect-node
     // cannot encode the token's answer and every service_auth call failed with INTERNAL.

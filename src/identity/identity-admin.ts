@@ -1,8 +1,10 @@
+import { printable } from "../errors/caller-text.js";
 import type { Clock } from "../shared/clock.js";
 import type { IdentityStore } from "../storage/identity-store.js";
 import type { ApiKeyRecord, GrantRecord, ServiceAccountRecord } from "./identity-model.js";
 import { isRole, roleNames } from "./roles.js";
 import { formatScope, parseScope } from "./scopes.js";
+import type { GrantScope, ScopeKind } from "./scopes.js";
 import { issueSecret, newId } from "./secrets.js";
 
 // The account's client secret, or an API key's text: shown once, when it is made.
@@ -21,6 +23,19 @@ export interface NewApiKey {
 export class AdminError extends Error {}
 
 const ACCOUNT_NAME = /^[a-z][a-z0-9-]{1,62}$/;
+
+// The ids a scope of each kind can name, as the server takes them, so that a grant is refused when it can never
+// match a call: a KMS namespace is a parentId (CONTRACT 5, src/kms/request-validation.ts), a service instance an id
+// of the catalog (src/compute/catalog/catalog-sections.ts; a grant may name one before the catalog has it), a
+// workspace what an API key may belong to (createApiKey below).
+const SCOPE_IDS: Record<ScopeKind, { regex: RegExp; rule: string }> = {
+  "kms-namespace": { regex: /^[A-Za-z0-9._-]{1,64}$/, rule: "a KMS namespace (parentId) is 1-64 characters of [A-Za-z0-9._-]" },
+  "service-instance": {
+    regex: /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/,
+    rule: "a service instance id is 1-64 characters of [A-Za-z0-9._-], starting with a letter or digit",
+  },
+  workspace: { regex: /^[A-Za-z0-9._-]{1,64}$/, rule: "a workspace id is 1-64 characters of [A-Za-z0-9._-]" },
+};
 
 // Administration of principals, credentials and grants: what the bootstrap and the operator command do, on the
 // same store the server reads.
@@ -119,11 +134,14 @@ export class IdentityAdmin {
 
   private grantRecord(account: ServiceAccountRecord, role: string, scope: string): GrantRecord {
     if (!isRole(role)) throw new AdminError(`role "${role}" is not one of ${roleNames.join(", ")}`);
-    let parsed;
+    let parsed: GrantScope;
     try {
       parsed = parseScope(scope);
     } catch (err) {
-      throw new AdminError((err as Error).message);
+      throw new AdminError(printable((err as Error).message, 400));
+    }
+    if (parsed !== "*" && parsed.id !== "*" && !SCOPE_IDS[parsed.kind].regex.test(parsed.id)) {
+      throw new AdminError(`scope "${printable(scope, 200)}" can never match: ${SCOPE_IDS[parsed.kind].rule}, or * for every one`);
     }
     return { id: `grant-${newId(9)}`, principalId: account.id, role, scope: parsed, createdAt: this.clock.now() };
   }
