@@ -1,3 +1,7 @@
+import { createPrivateKey, X509Certificate } from "node:crypto";
+import type { KeyObject } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { createSecureContext } from "node:tls";
 import { parseArgs } from "node:util";
 import { AuthService } from "../gen/compute/auth/v2/auth_pb.js";
 import { NodePoolService } from "../gen/compute/cluster/v1/node_pool_pb.js";
@@ -186,6 +190,50 @@ function redisUrlOf(raw: string): string {
   return raw;
 }
 
+// The certificate and key files, read and checked as the TLS server will use them, so that a wrong file stops the
+// start with its setting, its path and what is wrong in words, not OpenSSL's "error:0480006C:PEM routines::no start
+// line" naming no file. src/server.ts reads the same files again when it creates the server.
+function checkTlsFiles(certFile: string, keyFile: string): void {
+  const cert = `--${specs.tlsCertFile.flag} (${specs.tlsCertFile.env}) ${certFile}`;
+  const key = `--${specs.tlsKeyFile.flag} (${specs.tlsKeyFile.env}) ${keyFile}`;
+  const read = (file: string, what: string): Buffer => {
+    try {
+      return readFileSync(file);
+    } catch (err) {
+      const code = (err as { code?: string }).code;
+      const why = code === "ENOENT" ? "does not exist" : code === "EACCES" ? "cannot be read by this user" : code === "EISDIR" ? "is a directory" : `cannot be read (${code ?? (err as Error).message})`;
+      throw new ConfigError(`${what} ${why}`);
+    }
+  };
+  const certPem = read(certFile, cert);
+  const keyPem = read(keyFile, key);
+  let certificate: X509Certificate;
+  try {
+    certificate = new X509Certificate(certPem);
+  } catch {
+    throw new ConfigError(`${cert} holds no certificate: it must be PEM, starting with -----BEGIN CERTIFICATE----- (the server's certificate first, then its chain)`);
+  }
+  // Told by its PEM label (PKCS#8) or header (traditional): OpenSSL would otherwise try to ask for the passphrase.
+  const keyText = keyPem.toString("latin1");
+  if (keyText.includes("-----BEGIN ENCRYPTED PRIVATE KEY-----") || keyText.includes("Proc-Type: 4,ENCRYPTED")) {
+    throw new ConfigError(`${key} is encrypted with a passphrase: the server takes an unencrypted key (mode 0600)`);
+  }
+  let privateKey: KeyObject;
+  try {
+    privateKey = createPrivateKey(keyPem);
+  } catch {
+    throw new ConfigError(`${key} holds no private key: it must be PEM, starting with -----BEGIN PRIVATE KEY----- (or RSA PRIVATE KEY, EC PRIVATE KEY)`);
+  }
+  if (!certificate.checkPrivateKey(privateKey)) {
+    throw new ConfigError(`${key} is not the private key of the certificate in ${cert}: give the key the certificate was issued for`);
+  }
+  try {
+    createSecureContext({ cert: certPem, key: keyPem });
+  } catch (err) {
+    throw new ConfigError(`${cert} and ${key} cannot serve TLS: ${(err as Error).message}`);
+  }
+}
+
 export function helpText(): string {
   const rows = Object.values(specs).map((s) => `  --${s.flag.padEnd(26)} ${s.env.padEnd(26)} ${s.description} (default: ${s.default || "none"})`);
   return ["Usage: cloudplane [flags]", "", "  flag                         environment variable", ...rows, "  --help                       print this text", ""].join("\n");
@@ -207,8 +255,15 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config | "he
   const tlsCertFile = raw("tlsCertFile");
   const tlsKeyFile = raw("tlsKeyFile");
   if ((tlsCertFile === "") !== (tlsKeyFile === "")) throw new ConfigError("--tls-cert-file and --tls-key-file go together");
-  if (Number(raw("headersTimeoutSeconds")) > Number(raw("requestTimeoutSeconds"))) {
-    throw new ConfigError("--headers-timeout-seconds must not be longer than --request-timeout-seconds: a request's head is part of the request");
+  if (tlsCertFile !== "") checkTlsFiles(tlsCertFile, tlsKeyFile);
+  // Each value's own range first: a relation between two settings is checked only once both are valid, so that
+  // REQUEST_TIMEOUT_SECONDS=-1 is told its range, not that it is shorter than the headers' timeout.
+  const headersTimeoutMs = integer("headersTimeoutSeconds", raw("headersTimeoutSeconds"), 1, 3600) * 1000;
+  const requestTimeoutMs = integer("requestTimeoutSeconds", raw("requestTimeoutSeconds"), 1, 3600) * 1000;
+  if (headersTimeoutMs > requestTimeoutMs) {
+    throw new ConfigError(
+      `--headers-timeout-seconds (HEADERS_TIMEOUT_SECONDS, ${headersTimeoutMs / 1000}) must not be longer than --request-timeout-seconds (REQUEST_TIMEOUT_SECONDS, ${requestTimeoutMs / 1000}): a request's head is part of the request`,
+    );
   }
   if (raw("databaseUrl") !== "" && raw("masterKey") === "" && raw("masterKeyFile") === "") {
     // Each server would otherwise generate a master key of its own in its data directory.
@@ -242,8 +297,8 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config | "he
     catalogFile: raw("catalogFile") === "" ? shippedCatalogPath() : raw("catalogFile"),
     providerDelayMs: integer("providerDelayMs", raw("providerDelayMs"), 0, 3_600_000),
     taskConcurrency: integer("taskConcurrency", raw("taskConcurrency"), 1, 1000),
-    headersTimeoutMs: integer("headersTimeoutSeconds", raw("headersTimeoutSeconds"), 1, 3600) * 1000,
-    requestTimeoutMs: integer("requestTimeoutSeconds", raw("requestTimeoutSeconds"), 1, 3600) * 1000,
+    headersTimeoutMs,
+    requestTimeoutMs,
     idleTimeoutMs: integer("idleTimeoutSeconds", raw("idleTimeoutSeconds"), 1, 24 * 3600) * 1000,
     maxConnections: integer("maxConnections", raw("maxConnections"), 1, 1_000_000),
     http2MaxStreams: integer("http2MaxStreams", raw("http2MaxStreams"), 1, 10_000),
