@@ -262,7 +262,7 @@ describe("rejected requests", () => {
   test("known path, other method", async () => {
     const res = await call("PUT", "/v1/keys/k1", "{}");
     expect(res.status).toBe(405);
-    expect(res.headers.get("allow")).toBe("DELETE, GET, PATCH");
+    expect(res.headers.get("allow")).toBe("DELETE, GET, HEAD, PATCH");
     expect(res.body["code"]).toBe(12);
     expect(detail(res.body, ErrorInfoSchema).reason).toBe("METHOD_NOT_ALLOWED");
   });
@@ -373,7 +373,7 @@ test("HTTP/2 (h2c) callers get the same answers", async () => {
     expect(ok.headers["x-ratelimit-remaining"]).toBe("99");
     const notAllowed = await request("/v1/keys/k1", "PUT");
     expect(notAllowed.status).toBe(405);
-    expect(notAllowed.headers["allow"]).toBe("DELETE, GET, PATCH");
+    expect(notAllowed.headers["allow"]).toBe("DELETE, GET, HEAD, PATCH");
   } finally {
     session.close();
   }

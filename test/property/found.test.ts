@@ -114,7 +114,8 @@ describe.each(["direct", "connect"])("bugs found by the properties, CALL_PATH=%s
   // in docs/robustness.md removed for the other methods. Now the reset follows the answer's head, as it does for
   // any answer without content (a CORS preflight's 204 too).
   it("bug 2: an HTTP/2 HEAD with a 2 MB body is closed right after its answer", async () => {
-    const res = await h2Call(server.url, { ":method": "HEAD", ":path": "/v1/keys", "content-type": "application/json" }, Buffer.alloc(2_000_000), 3_000);
+    // /v1/encrypt has no GET, so no HEAD (HEAD /v1/keys is now ListCryptoKeys's, which refuses the body: 400).
+    const res = await h2Call(server.url, { ":method": "HEAD", ":path": "/v1/encrypt", "content-type": "application/json" }, Buffer.alloc(2_000_000), 3_000);
     expect(res.status).toBe(405);
     expect(res.closedAfterMs).toBeLessThan(1_000);
   });

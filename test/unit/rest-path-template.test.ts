@@ -111,7 +111,7 @@ describe("RouteTable", () => {
   });
 
   test("a known path with another method lists the allowed ones", () => {
-    expect(table.lookup("PUT", "/v1/keys/k1")).toMatchObject({ kind: "method_not_allowed", allow: ["DELETE", "GET", "PATCH"] });
+    expect(table.lookup("PUT", "/v1/keys/k1")).toMatchObject({ kind: "method_not_allowed", allow: ["DELETE", "GET", "HEAD", "PATCH"] });
     expect(table.lookup("GET", "/v1/encrypt")).toMatchObject({ kind: "method_not_allowed", allow: ["POST"], entry: { policy: { domain: "kms" } } });
     expect(table.lookup("GET", "/v1/nothing")).toEqual({ kind: "not_found" });
     expect(table.lookup("GET", "/")).toEqual({ kind: "not_found" });

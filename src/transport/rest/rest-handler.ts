@@ -214,6 +214,7 @@ interface ResponseSink {
   readonly destroyed: boolean;
   setHeader(name: string, value: string | string[]): unknown;
   end(body: string): unknown;
+  end(): unknown;
 }
 
 function write(req: NodeRequest, res: ResponseSink, requestId: string, outcome: Outcome): void {
@@ -234,5 +235,12 @@ function write(req: NodeRequest, res: ResponseSink, requestId: string, outcome: 
   // An HTTP/1.1 body left unread (too large, or the route was not found) must not be parsed as the next request
   // on this connection; HTTP/2 streams need no such care.
   if (req.httpVersionMajor === 1 && !req.complete) res.setHeader("connection", "close");
-  res.end(JSON.stringify(outcome.body));
+  const json = JSON.stringify(outcome.body);
+  if (req.method !== "HEAD") {
+    res.end(json);
+    return;
+  }
+  // HEAD: the GET's status and headers, with the length of the body a GET would get, and no body (RFC 9110 9.3.2).
+  res.setHeader("content-length", String(Buffer.byteLength(json)));
+  res.end();
 }

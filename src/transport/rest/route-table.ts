@@ -77,9 +77,11 @@ export class RouteTable {
     }
   }
 
-  // Throws INVALID_ARGUMENT for a path with a malformed percent escape.
+  // Throws INVALID_ARGUMENT for a path with a malformed percent escape. HEAD finds the GET route of its path, which
+  // the REST handler serves without its body (RFC 9110 9.3.2), and is allowed wherever GET is.
   lookup(httpMethod: string, path: string): RouteLookup {
-    return this.#exact.get(path)?.get(httpMethod) ?? this.#walk(httpMethod, path);
+    const method = httpMethod === "HEAD" ? "GET" : httpMethod;
+    return this.#exact.get(path)?.get(method) ?? this.#walk(method, path);
   }
 
   #walk(httpMethod: string, path: string): RouteLookup {
@@ -93,6 +95,7 @@ export class RouteTable {
       if (pathValues === undefined) continue;
       if (route.httpMethod === httpMethod) return { kind: "found", route, pathValues };
       allow.add(route.httpMethod);
+      if (route.httpMethod === "GET") allow.add("HEAD");
       entry ??= route.entry;
     }
     return entry !== undefined ? { kind: "method_not_allowed", allow: [...allow].sort(), entry } : { kind: "not_found" };
