@@ -6,6 +6,8 @@ import { Code } from "@connectrpc/connect";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { ServerReflection as ServerReflectionV1 } from "../../../gen/grpc/reflection/v1/reflection_pb.js";
 import type { ServerReflection as ServerReflectionV1alpha } from "../../../gen/grpc/reflection/v1alpha/reflection_pb.js";
+import { file_google_rpc_error_details } from "../../../gen/google/rpc/error_details_pb.js";
+import { file_google_rpc_status } from "../../../gen/google/rpc/status_pb.js";
 import { invalidArgument } from "../../errors/domain-error.js";
 
 // v1 and v1alpha messages differ only in their type names, so the core
@@ -38,12 +40,19 @@ export interface ReflectionServices {
   v1alpha: ServiceImpl<typeof ServerReflectionV1alpha>;
 }
 
+// Files every error of every method refers to without importing them: grpc-status-details-bin is a google.rpc.Status
+// whose details are Anys of google/rpc/error_details.proto (ErrorInfo, BadRequest, ...). Without them a client that
+// resolves types by reflection (grpcurl, buf curl) cannot decode an error's details: "symbol google.rpc.ErrorInfo not
+// found" (docs/callers.md).
+const errorFiles: readonly DescFile[] = [file_google_rpc_status, file_google_rpc_error_details];
+
 /**
  * Implements grpc.reflection.v1 and v1alpha ServerReflection for the given
- * services, answering from their files and the files these import.
+ * services, answering from their files and the files these import, and from
+ * the files of the error details every method may answer with.
  */
 export function createReflectionServices(services: readonly DescService[]): ReflectionServices {
-  const index = new ReflectionIndex(services);
+  const index = new ReflectionIndex(services, errorFiles);
   return {
     v1: { serverReflectionInfo: (requests) => reflect(index, requests) },
     v1alpha: { serverReflectionInfo: (requests) => reflect(index, requests) },
@@ -78,10 +87,13 @@ class ReflectionIndex {
   // that a known message without extensions is told apart from an unknown one.
   readonly #extensions = new Map<string, Map<number, IndexedFile>>();
 
-  constructor(services: readonly DescService[]) {
+  constructor(services: readonly DescService[], files: readonly DescFile[]) {
     this.#serviceNames = services.map((service) => service.typeName);
     for (const service of services) {
       this.#addFile(service.file);
+    }
+    for (const file of files) {
+      this.#addFile(file);
     }
   }
 
