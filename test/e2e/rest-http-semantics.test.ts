@@ -189,7 +189,8 @@ describe("the request target and Host header (RFC 9112 3.2)", () => {
   test.fails("GET http://x/healthz is the health probe (until server.ts calls refuseRequestTarget)", async () => {
     const answer = await raw(server.port, "GET http://x/healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
     expect(answer.status).toBe(200);
-    expect(JSON.parse(answer.body)).toEqual({ status: "ok" });
+    // Sent chunked: the JSON is the one chunk.
+    expect(answer.body).toContain('{"status":"ok"}');
   });
 });
 
