@@ -132,6 +132,8 @@ async function assemble(config: Config, logger: Logger, options: BuildOptions, c
   const authenticator = new Authenticator(identityStore, clock, {
     tokenTtlMs: config.accessTokenTtlMs,
     failuresPerMinute: config.authFailuresPerMinute,
+    // Where a block of an address or client id for failed authentications is told (once each, at warn).
+    logger,
   });
   const access = new AccessPolicy(identityStore);
   const accessWatcher = new AccessWatcher(identityStore, authenticator, access, clock, logger);

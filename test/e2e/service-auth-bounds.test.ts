@@ -45,3 +45,25 @@ describe("service_auth", () => {
     expect(ok.status, ok.text).toBe(200);
   });
 });
+
+describe("a source blocked for failed authentications", () => {
+  it("is told in the server's log at the default level, once, with its address", async () => {
+    const limited = await startServer({ env: { AUTH_FAILURES_PER_MINUTE: "2", LOG_LEVEL: "info" } });
+    try {
+      for (let i = 0; i < 4; i++) {
+        await restRequest(limited.url, "GET", "/v1/keys/any", { headers: { authorization: `Bearer cpat.aaaaaaaaaaaaaaaa.guess${i}` } });
+      }
+      const lines = limited
+        .logs()
+        .split("\n")
+        .filter((line) => line.includes("failed authentications:"))
+        .map((line) => JSON.parse(line) as { level: number; address?: string; msg: string });
+      expect(lines).toHaveLength(1);
+      expect(lines[0]?.level).toBe(40);
+      expect(JSON.stringify(lines[0])).toContain("127.0.0.1");
+      expect(JSON.stringify(lines[0])).not.toContain("guess");
+    } finally {
+      await limited.stop();
+    }
+  });
+});
