@@ -45,7 +45,7 @@ export function requestIdOf(given: string | null | undefined): string {
 export class Call {
   readonly method: DescMethod;
   readonly requestId: string;
-  // performance.now() at the start of the call.
+  // performance.now() at the start of the call: when its headers arrived, where the adapter knows it.
   readonly started: number;
   // performance.now() by which the call must end, set by the deadline stage; undefined: no deadline.
   deadline: number | undefined = undefined;
@@ -74,10 +74,12 @@ export class Call {
     private readonly addressSource: AddressSource | null,
     // Connect provides a signal of its own for the calls it serves.
     private readonly givenSignal: AbortSignal | null = null,
+    // When the request arrived (its headers), where the adapter read the body before making the call; else now.
+    started: number | null = null,
   ) {
     this.method = entry.method;
     this.requestId = requestId ?? requestIdOf(headers.get("x-request-id"));
-    this.started = performance.now();
+    this.started = started ?? performance.now();
   }
 
   // The caller's IP address; "unknown" when the socket is already gone.

@@ -26,8 +26,10 @@ export function deadlineStage(maxCallMs: number): Stage {
     if (requested !== undefined && requested.ms === undefined) throw invalidTimeout(policy.domain, requested.header);
     const timeoutMs = deadlineMs(requested?.ms, maxCallMs, policy.longRunning);
     if (timeoutMs === undefined) return next(call);
-    if (timeoutMs <= 0) throw deadlineExceeded(policy.domain);
     const deadline = call.started + timeoutMs;
+    // Also when it passed while the request's body was still arriving (the call started with its headers): the
+    // handler does not run at all.
+    if (timeoutMs <= 0 || deadline <= performance.now()) throw deadlineExceeded(policy.domain);
     call.deadline = deadline;
     const outcome = next(call);
     if (!(outcome instanceof Promise)) return outcome;

@@ -30,7 +30,7 @@ import { refusalOf } from "./connect-refusals.js";
 import { countedRequest } from "./counted-body.js";
 import { binaryFromText, textFromBinary } from "./grpc-web-text.js";
 import type { FairTurns } from "../fair-turns.js";
-import { callKey } from "./pipeline-interceptor.js";
+import { callKey, startedKey } from "./pipeline-interceptor.js";
 import { capTimeoutHeaders } from "./timeout-headers.js";
 import { unwrittenStatusResponse } from "./unwritten-status.js";
 
@@ -63,6 +63,7 @@ export function wrapHandler(handler: UniversalHandler, settings: WrapperSettings
   const refuseNotBase64 = (): ConnectError => toConnectError(new CallError(statusPartsOf(malformedBody(domain, "grpc-web-text")), false), null);
   const serve = async (req: UniversalServerRequest): Promise<UniversalServerResponse> => {
     const contextValues = (req.contextValues ??= createContextValues());
+    contextValues.set(startedKey, performance.now());
     const contentType = req.header.get("content-type") ?? "";
     // Before Connect arms its deadline timer from them (timeout-headers.ts).
     capTimeoutHeaders(req.header);

@@ -23,6 +23,10 @@ export const viaRestKey = createContextKey<boolean>(false, { description: "a RES
 // that the pipeline can read the caller's address.
 export const addressKey = createContextKey<AddressSource | null>(null, { description: "the caller's socket" });
 
+// When the request arrived, set by the handler wrapper before Connect reads the body: the caller's deadline counts
+// from there, as Connect's own timer does; null for a call made in-process (REST through Connect), which starts now.
+export const startedKey = createContextKey<number | null>(null, { description: "when the request arrived" });
+
 function protocolOf(contentType: string | null, viaRest: boolean): Protocol {
   if (viaRest) return "rest";
   if (contentType === null) return "connect";
@@ -47,7 +51,8 @@ export function pipelineInterceptor(table: MethodTable, logger: Logger, maxMessa
     const entry = table.of(req.method);
     const protocol = protocolOf(req.header.get("content-type"), req.contextValues.get(viaRestKey));
     const request = req.stream ? create(req.method.input) : req.message;
-    const call = new Call(entry, protocol, request, new ConnectHeaders(req.header, req.url), null, null, req.contextValues.get(addressKey), req.signal);
+    const address = req.contextValues.get(addressKey);
+    const call = new Call(entry, protocol, request, new ConnectHeaders(req.header, req.url), null, null, address, req.signal, req.contextValues.get(startedKey));
     req.contextValues.set(callKey, call);
     // A stream's messages are read (and can fail to decode) while the handler runs: those are the caller's
     // mistakes, answered as the same request would be before the pipeline.

@@ -61,6 +61,9 @@ interface PendingCall {
   rest: Buffer[] | null;
   size: number;
   tooLarge: boolean;
+  // performance.now() when the stream arrived: the caller's deadline counts from there, as Connect's does, not from
+  // the end of the body (a body sent 1.5 s late under a 1 s deadline ran its handler for a second more).
+  readonly arrived: number;
 }
 
 type PendingStream = http2.ServerHttp2Stream & { [CALL]: PendingCall };
@@ -130,7 +133,7 @@ export class GrpcUnaryAdapter {
     const encoding = headers["grpc-encoding"];
     if (encoding !== undefined && encoding !== "identity") return false;
 
-    const call: PendingCall = { adapter: this, entry, headers, first: null, rest: null, size: 0, tooLarge: false };
+    const call: PendingCall = { adapter: this, entry, headers, first: null, rest: null, size: 0, tooLarge: false, arrived: performance.now() };
     // Refused before the body is read, as Connect refuses it (connect-refusals.ts); the unread body is then
     // reset after the status. The deadline stage reads the valid ones.
     const given = headers["grpc-timeout"];
@@ -203,7 +206,7 @@ export class GrpcUnaryAdapter {
       this.refuse(stream, pending, new CallError(statusPartsOf(malformedBody(domain, "grpc")), false));
       return;
     }
-    const call = new Call(entry, "grpc", request, new NodeHeaders(pending.headers), null, stream, stream.session?.socket ?? null);
+    const call = new Call(entry, "grpc", request, new NodeHeaders(pending.headers), null, stream, stream.session?.socket ?? null, null, pending.arrived);
     let outcome;
     try {
       outcome = entry.invoke!(call);
