@@ -59,6 +59,7 @@ import { createStaticFiles } from "./transport/static-files.js";
 import { createMetricsEndpoint } from "./transport/metrics-endpoint.js";
 import { createVcdHandler, isVcdPath } from "./transport/vcd/vcd-handler.js";
 import { RouteTable } from "./transport/rest/route-table.js";
+import { refuseRequestTarget } from "./transport/rest/request-target.js";
 import { answerParserRefusal } from "./transport/rest/parser-refusals.js";
 import type { ParserError } from "./transport/rest/parser-refusals.js";
 
@@ -298,6 +299,8 @@ async function assemble(config: Config, logger: Logger, options: BuildOptions, c
     try {
       // First: a CORS preflight is answered (204) without reading its body too.
       releaseUnreadBody(req, res, MAX_REQUEST_BYTES);
+      // An HTTP/1.1 target in absolute form is served as the path it names; a missing or repeated Host is refused.
+      if (refuseRequestTarget(req, res, restRoutes)) return;
       if (applyCors(config.corsAllowedOrigins, req, res)) return;
       if (!longLived.has(req.url ?? "")) track(res);
       else trackLongLived(req, res);

@@ -21,6 +21,9 @@ export function http1Options(limits: ConnectionLimits): http.ServerOptions {
     requestTimeout: limits.requestTimeoutMs,
     keepAliveTimeout: limits.idleTimeoutMs,
     connectionsCheckingInterval: CONNECTIONS_CHECK_MS,
+    // Checked by the server's request listener (src/transport/rest/request-target.ts), which answers a missing Host
+    // with the JSON refusal every REST answer is, not Node's empty 400.
+    requireHostHeader: false,
   };
 }
 

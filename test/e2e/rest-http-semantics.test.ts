@@ -178,15 +178,15 @@ describe("the request target and Host header (RFC 9112 3.2)", () => {
     expect(refusal(Buffer.from(answer.body))).toEqual(protocolRefusal("kms", TWO_HOSTS));
   });
 
-  // Needs src/server.ts and src/transport/connection-limits.ts (not changed here, docs/callers.md): Node's own
-  // refusal (requireHostHeader) answers before any handler, with an empty body; and /healthz and the other routes
-  // server.ts serves before REST read the absolute-form's whole URL as their path.
-  test.fails("no Host header is 400 PROTOCOL_ERROR in JSON (until server.ts calls refuseRequestTarget)", async () => {
+  // Checked by the server's one request listener, before any surface routes the request: Node's own refusal
+  // (requireHostHeader, now off) had an empty body, and /healthz and the other routes server.ts serves before REST
+  // read the absolute-form's whole URL as their path.
+  test("no Host header is 400 PROTOCOL_ERROR in JSON", async () => {
     const answer = await raw(server.port, `GET /v1/keys/${keyId} HTTP/1.1\r\nx-request-id: target-3\r\n\r\n`);
     expect(answer.status).toBe(400);
     expect(refusal(Buffer.from(answer.body))).toEqual(protocolRefusal("kms", NO_HOST));
   });
-  test.fails("GET http://x/healthz is the health probe (until server.ts calls refuseRequestTarget)", async () => {
+  test("GET http://x/healthz is the health probe", async () => {
     const answer = await raw(server.port, "GET http://x/healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
     expect(answer.status).toBe(200);
     // Sent chunked: the JSON is the one chunk.

@@ -17,7 +17,6 @@ import { ClientGoneError, readBody } from "./body-reader.js";
 import { forwardRequestHeaders, responseHeadersOf } from "./http-headers.js";
 import { toRestJson } from "./json-any.js";
 import { buildRequestMessage } from "./request-builder.js";
-import { refuseRequestTarget } from "./request-target.js";
 import { BadRequest, LimitsExceeded, methodNotAllowed, routeNotFound } from "./rest-errors.js";
 import type { RestRoute, RouteLookup, RouteTable } from "./route-table.js";
 import { connectErrorToStatusJson, httpStatusOfError, retryAfterSeconds } from "./status-json.js";
@@ -41,8 +40,6 @@ export function createRestHandler(opts: RestHandlerOptions): RestHandler {
   const invoke = opts.viaConnect === null ? invokeDirect : connectInvoker(opts.viaConnect);
 
   return async (req, res) => {
-    // The absolute-form's path routed as the origin-form; no Host, or several, refused (request-target.ts).
-    if (refuseRequestTarget(req, res, opts.routes)) return;
     const given = req.headers["x-request-id"];
     const requestId = requestIdOf(Array.isArray(given) ? given[0] : given);
     let domain: ErrorDomain = "cloudplane";
