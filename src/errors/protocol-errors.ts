@@ -48,6 +48,9 @@ export function overLimits(domain: ErrorDomain, violations: ViolationList): Doma
 const expectedBodies = {
   grpc: "the request is not one uncompressed protobuf message in a gRPC envelope",
   "grpc-web": "the request is not one uncompressed protobuf message in a gRPC-web envelope",
+  // application/grpc+json and application/grpc-web+json: the message in the envelope is JSON.
+  "grpc-json": "the request is not one uncompressed JSON message of the method's request type in a gRPC envelope",
+  "grpc-web-json": "the request is not one uncompressed JSON message of the method's request type in a gRPC-web envelope",
   "grpc-web-text": "the request is not base64 (groups of four characters of A-Z a-z 0-9 + /, padded with =) of gRPC-web envelopes",
   "connect-proto": "the request body is not a protobuf message of the method's request type",
   "connect-json": "the request body is not a JSON object of the method's request type",

@@ -43,7 +43,7 @@ export function refusalOf(error: ConnectError, whileReading: boolean, ctx: Refus
       const encoding = encodingOf(ctx.headers.get("content-type") ?? "");
       if (error.code === Code.InvalidArgument) {
         // The one timeout header Connect reads for the protocol.
-        const header: TimeoutHeader = encoding === "grpc" || encoding === "grpc-web" ? "grpc-timeout" : "connect-timeout-ms";
+        const header: TimeoutHeader = encoding.startsWith("grpc") ? "grpc-timeout" : "connect-timeout-ms";
         const value = ctx.headers.get(header);
         if (value != null && parseTimeout(header, value) === undefined) return ours(invalidTimeout(domain, header));
       }
@@ -57,7 +57,8 @@ function ours(error: Parameters<typeof statusPartsOf>[0]): CallError {
 }
 
 function encodingOf(contentType: string): BodyEncoding {
-  if (grpcWebContentTypeRegExp.test(contentType)) return "grpc-web";
-  if (grpcContentTypeRegExp.test(contentType)) return "grpc";
-  return /json/i.test(contentType) ? "connect-json" : "connect-proto";
+  const json = /json/i.test(contentType);
+  if (grpcWebContentTypeRegExp.test(contentType)) return json ? "grpc-web-json" : "grpc-web";
+  if (grpcContentTypeRegExp.test(contentType)) return json ? "grpc-json" : "grpc";
+  return json ? "connect-json" : "connect-proto";
 }
