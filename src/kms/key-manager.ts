@@ -386,12 +386,13 @@ export class KeyManager {
         if (key.rotationPeriodMs === null || key.nextRotationAt === null || key.nextRotationAt > now || key.goneAt !== null) {
           return { key, versions: [], result: undefined };
         }
-        // A key being destroyed does not rotate: its new primary would undo the destruction.
-        if (destructionPending(key, current.versions)) return { key, versions: [], result: undefined };
-        const version = this.newVersion(keyId, key.nextVersionId, key.defaultAlgorithm, now);
         // After a long outage the schedule restarts from now instead of rotating once per missed period.
         let next = key.nextRotationAt + key.rotationPeriodMs;
         if (next <= now) next = now + key.rotationPeriodMs;
+        // A key being destroyed does not rotate (its new primary would undo the destruction), but its schedule moves
+        // on: left due, it came back in every batch, and a hundred such keys kept the sweeper's loop from ending.
+        if (destructionPending(key, current.versions)) return { key: { ...key, nextRotationAt: next }, versions: [], result: undefined };
+        const version = this.newVersion(keyId, key.nextVersionId, key.defaultAlgorithm, now);
         return {
           key: { ...key, nextVersionId: version.id + 1, primaryVersionId: version.id, nextRotationAt: next },
           versions: [version],
