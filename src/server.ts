@@ -44,7 +44,7 @@ import { applyCors } from "./transport/cors.js";
 import { HealthStatus } from "./transport/grpc/health-service.js";
 import { GrpcUnaryAdapter } from "./transport/grpc/grpc-unary-adapter.js";
 import { createConnectAdapter } from "./transport/connect/connect-adapter.js";
-import { answerOnceRead, unknownProcedureAnswer } from "./transport/connect/unknown-procedure.js";
+import { answerUnknownProcedure, unknownProcedureAnswer } from "./transport/connect/unknown-procedure.js";
 import { serverShuttingDown } from "./errors/protocol-errors.js";
 import { requestIdOf } from "./pipeline/call.js";
 import { createCleartextListener } from "./transport/listener.js";
@@ -237,17 +237,16 @@ async function assemble(config: Config, logger: Logger, options: BuildOptions, c
   function fallback(req: Req, res: Res): void {
     if (req.method === "GET" || req.method === "HEAD") {
       const path = (req.url ?? "/").split("?")[0] ?? "/";
-      // Every response carries a request id (docs/errors.md), these too, which no call pipeline answers; a REST
-      // route's answer sets the call's own over this one.
-      res.setHeader("x-request-id", requestIdOf(req.headers["x-request-id"]?.toString()));
       if (staticFiles(req, res, path)) return;
       if (path === "/healthz" || path === "/readyz") {
         const ok = path === "/healthz" || accepting;
-        res.writeHead(ok ? 200 : 503, { "content-type": "application/json" });
+        // Every response carries a request id (docs/errors.md), these too, which no call pipeline answers.
+        res.writeHead(ok ? 200 : 503, { "content-type": "application/json", "x-request-id": requestIdOf(req.headers["x-request-id"]?.toString()) });
         res.end(JSON.stringify({ status: ok ? "ok" : "shutting down" }));
         return;
       }
       if (path === "/metrics" && metrics !== null) {
+        res.setHeader("x-request-id", requestIdOf(req.headers["x-request-id"]?.toString()));
         void metrics(req, res);
         return;
       }
@@ -262,7 +261,7 @@ async function assemble(config: Config, logger: Logger, options: BuildOptions, c
       const requestId = requestIdOf(req.headers["x-request-id"]?.toString());
       const rpc = unknownProcedureAnswer(table, url.split("?")[0] ?? url, req.headers["content-type"] ?? "", connectVersion?.toString(), requestId);
       if (rpc !== null) {
-        answerOnceRead(req, res, rpc, MAX_REQUEST_BYTES);
+        answerUnknownProcedure(res, rpc);
         return;
       }
     }

@@ -1,3 +1,4 @@
+import { requestIdOf } from "../pipeline/call.js";
 import { existsSync, readFileSync } from "node:fs";
 import type { NodeRequest, NodeResponse } from "./node-types.js";
 
@@ -28,7 +29,8 @@ export function createStaticFiles(files: readonly StaticFile[], missing: (file: 
   return (req, res, path) => {
     const found = byPath.get(path);
     if (found === undefined || (req.method !== "GET" && req.method !== "HEAD")) return false;
-    res.writeHead(200, found.headers);
+    // Every response carries a request id (docs/errors.md), these too, which no call pipeline answers.
+    res.writeHead(200, { ...found.headers, "x-request-id": requestIdOf(req.headers["x-request-id"]?.toString()) });
     if (req.method === "HEAD") res.end();
     else res.end(found.body);
     return true;

@@ -38,7 +38,7 @@ describe("cleartext port", () => {
   });
 
   it("puts a request id on the probes' and the static files' answers too", async () => {
-    for (const path of ["/healthz", "/readyz", "/openapi.json"]) {
+    for (const path of ["/healthz", "/readyz", "/openapi.json", "/metrics"]) {
       const own = await fetch(`${server.url}${path}`, { headers: { "x-request-id": "probe-1" } });
       expect(own.headers.get("x-request-id"), path).toBe("probe-1");
       const made = await fetch(`${server.url}${path}`);

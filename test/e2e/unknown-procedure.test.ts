@@ -55,6 +55,17 @@ describe.each(["direct", "connect"])("a call to a method the server does not hav
     expect(err.metadata.get("x-request-id")[0]).toMatch(/^[0-9a-f-]{36}$/);
   });
 
+  it("gRPC (grpc-js), a stream the client keeps open: UNIMPLEMENTED at once", async () => {
+    const client = new grpc.Client(server.url.replace("http://", ""), grpc.credentials.createInsecure());
+    const metadata = new grpc.Metadata();
+    metadata.set("authorization", adminAuth(server.url).authorization);
+    const stream = client.makeBidiStreamRequest("/kms.v1.KeyManagerService/NopeStream", (x: Buffer) => x, (x: Buffer) => x, metadata);
+    stream.write(Buffer.alloc(0));
+    const err = await new Promise<grpc.ServiceError>((resolve) => stream.on("error", resolve));
+    client.close();
+    expect(err.code).toBe(grpc.status.UNIMPLEMENTED);
+  });
+
   it("gRPC-web, binary and text: the status in the trailer frame", async () => {
     for (const text of [false, true]) {
       const res = await fetch(`${server.url}/kms.v1.KeyManagerService/Nope`, {

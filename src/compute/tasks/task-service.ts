@@ -1,4 +1,5 @@
 import type { Duration } from "@bufbuild/protobuf/wkt";
+import { DomainError } from "../../errors/domain-error.js";
 import { deadlineExceeded } from "../../errors/protocol-errors.js";
 import type { ServiceHandlers } from "../../pipeline/handlers.js";
 import type { TaskService } from "../../../gen/compute/cluster/v1/task_pb.js";
@@ -31,7 +32,8 @@ export function createTaskService(tasks: TaskManager): ServiceHandlers<typeof Ta
     async waitTask(req, call) {
       const timeoutMs = req.timeout === undefined ? undefined : durationMs(req.timeout);
       const task = await tasks.wait(req.serviceInstanceId, req.taskId, timeoutMs, call.signal);
-      if (call.signal.aborted) throw deadlineExceeded(call.entry.policy.domain);
+      // The server's own reason when it stops (a DomainError); else a deadline, or a caller who left and reads nothing.
+      if (call.signal.aborted) throw call.signal.reason instanceof DomainError ? call.signal.reason : deadlineExceeded(call.entry.policy.domain);
       return { task: taskToProto(task) };
     },
   };

@@ -7,7 +7,7 @@ import { toConnectError } from "../../errors/to-connect-error.js";
 import { CallError } from "../../pipeline/call-error.js";
 import type { MethodTable } from "../../pipeline/method-table.js";
 import { grpcStatusHeaders } from "../grpc/grpc-status.js";
-import type { NodeRequest, NodeResponse } from "../node-types.js";
+import type { NodeResponse } from "../node-types.js";
 import {
   encodeEnvelope,
   errorToJsonBytes,
@@ -82,24 +82,11 @@ export function unknownProcedureAnswer(
   return { status: 404, headers: { "content-type": "application/json", "x-request-id": requestId }, body: errorToJsonBytes(error, {}) };
 }
 
-// Writes the answer once the request's body has been read: an HTTP/2 stream answered while its client still sends
-// is reset after the answer (unread-body.ts), and @grpc/grpc-js then reported the reset ("Call ended without gRPC
-// status"), not the status. A body longer than the server reads is not waited for: the answer goes out once that
-// much has come, and the stream's reset follows it.
-export function answerOnceRead(req: NodeRequest, res: NodeResponse, answer: RpcAnswer, maxBodyBytes: number): void {
-  let read = 0;
-  const send = (): void => {
-    req.removeListener("data", count);
-    req.removeListener("end", send);
-    if (res.headersSent) return;
-    if (answer.trailers !== undefined) res.addTrailers(answer.trailers);
-    res.writeHead(answer.status, answer.headers);
-    res.end(answer.body);
-  };
-  const count = (chunk: Buffer): void => {
-    read += chunk.length;
-    if (read > maxBodyBytes) send();
-  };
-  req.on("data", count);
-  req.on("end", send);
+// Writes the answer at once, whatever of the body is still to come: a streaming call's client may keep sending
+// until it hears back. What is left unread is dropped (HTTP/1.1) or the stream reset after the status (HTTP/2),
+// as for every answer (unread-body.ts).
+export function answerUnknownProcedure(res: NodeResponse, answer: RpcAnswer): void {
+  if (answer.trailers !== undefined) res.addTrailers(answer.trailers);
+  res.writeHead(answer.status, answer.headers);
+  res.end(answer.body);
 }
