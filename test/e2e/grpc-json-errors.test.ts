@@ -27,6 +27,15 @@ describe.each(["direct", "connect"])("a +json gRPC message of the wrong shape, o
     });
   });
 
+  it("gRPC: an envelope flagged neither 0 nor 1 is described the same way", async () => {
+    const flagged = Buffer.from(body);
+    flagged[0] = 2;
+    const res = await rawCall(server.url, "/kms.v1.KeyManagerService/GetCryptoKey", flagged, { "content-type": "application/grpc+json" });
+    expect(decodeURIComponent(String(res.trailers["grpc-message"] ?? res.headers["grpc-message"]))).toBe(
+      "the request is not one uncompressed JSON message of the method's request type in a gRPC envelope",
+    );
+  });
+
   it("gRPC-web: the same in its trailer frame", async () => {
     const res = await fetch(`${server.url}/kms.v1.KeyManagerService/GetCryptoKey`, {
       method: "POST",

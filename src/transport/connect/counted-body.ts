@@ -32,7 +32,6 @@ import type { Compression, UniversalServerRequest } from "./connect-internals.js
 const ENVELOPE_BYTES = 5;
 const FLAG_COMPRESSED = 0x01;
 
-
 type Refuse = (violations: ViolationList) => ConnectError;
 
 interface Framing {
@@ -105,12 +104,12 @@ function framingOf(header: Headers): Framing | null {
   const contentType = header.get("content-type");
   const grpc = parseGrpcContentType(contentType);
   if (grpc !== undefined) {
-    return { enveloped: true, binary: grpc.binary, encoding: "grpc", compression: compressionOf(header.get("grpc-encoding")) };
+    return { enveloped: true, binary: grpc.binary, encoding: grpc.binary ? "grpc" : "grpc-json", compression: compressionOf(header.get("grpc-encoding")) };
   }
   const grpcWeb = parseGrpcWebContentType(contentType);
   if (grpcWeb !== undefined) {
     if (grpcWeb.text) return null;
-    return { enveloped: true, binary: grpcWeb.binary, encoding: "grpc-web", compression: compressionOf(header.get("grpc-encoding")) };
+    return { enveloped: true, binary: grpcWeb.binary, encoding: grpcWeb.binary ? "grpc-web" : "grpc-web-json", compression: compressionOf(header.get("grpc-encoding")) };
   }
   const connect = parseConnectContentType(contentType);
   if (connect === undefined) return null;
