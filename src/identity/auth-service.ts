@@ -7,8 +7,8 @@ import type { Authenticator } from "./authenticator.js";
 // Client ids and secrets this server issues are far shorter (about 15 and 65 characters). The bounds keep what a
 // failed attempt costs small: the failure limiter remembers every client id tried for a minute, and 2 MB ones sent
 // from many addresses, each within its address's limit, took the server to 4 GB (a probe, 2026-11-27).
-export const MAX_CLIENT_ID_CHARS = 128;
-export const MAX_CLIENT_SECRET_CHARS = 256;
+const MAX_CLIENT_ID_CHARS = 128;
+const MAX_CLIENT_SECRET_CHARS = 256;
 
 // The transport side of token issuance (POST /public/v2/service_auth and its RPC).
 export function createAuthService(authenticator: Authenticator): ServiceHandlers<typeof AuthService> {

@@ -95,7 +95,7 @@ export class Authenticator {
   private reportBlock(who: Record<string, string>, message: string, seconds: number): void {
     const logger = this.settings.logger;
     if (logger === undefined) return;
-    const now = Date.now();
+    const now = this.clock.now();
     const n = this.notices;
     if (now - n.windowStart >= 60_000) {
       n.windowStart = now;

@@ -48,7 +48,7 @@ export interface AdminContext {
   note(line: string): void;
 }
 
-export const DEFAULT_AUDIT_LIMIT = 1000;
+const DEFAULT_AUDIT_LIMIT = 1000;
 
 function iso(ms: number | null): string {
   return ms === null ? "" : new Date(ms).toISOString();

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { decodeInstantiateParams } from "../../src/transport/vcd/vcd-instantiate-params.js";
-import { XmlRefusal } from "../../src/transport/vcd/vcd-xml-reader.js";
+import { XmlRefusal } from "../../src/transport/vcd/xml-refusal.js";
 
 const NS = 'xmlns="http://www.vmware.com/vcloud/v1.5" xmlns:ovf="http://schemas.dmtf.org/ovf/envelope/1"';
 

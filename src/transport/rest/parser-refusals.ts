@@ -7,7 +7,7 @@ import { callErrorOf } from "../../pipeline/call-error.js";
 import { requestIdOf } from "../../pipeline/call.js";
 import { toConnectError } from "../../errors/to-connect-error.js";
 import { errorAnswer } from "../vcd/vcd-errors.js";
-import { isVcdPath } from "../vcd/vcd-handler.js";
+import { isVcdPath } from "../vcd/vcd-paths.js";
 import { absoluteForm } from "./absolute-form.js";
 import type { RouteTable } from "./route-table.js";
 import { connectErrorToStatusJson, httpStatusOfError } from "./status-json.js";

@@ -23,13 +23,17 @@ const ownMinorCodes = new Set(["INVALID_REFERENCE"]);
 // pools.
 const forbiddenReasons = new Set(["SERVICE_INSTANCE_NOT_FOUND"]);
 
+// Without a negotiated version, plain XML.
+function errorContentType(version: string | null): string {
+  return version === null ? "application/xml" : `${ERROR_TYPE};version=${version}`;
+}
+
 // An Error document for a refusal of the adapter itself (no version, wrong media type, unreadable XML), with its
 // ErrorInfo.reason as vendorSpecificErrorCode like every other Error: a missing or unsupported version is
 // PROTOCOL_ERROR, an unknown path ROUTE_NOT_FOUND, another method METHOD_NOT_ALLOWED, a login without Basic
 // credentials UNAUTHENTICATED. Without a negotiated version the Content-Type is plain XML.
 export function refusal(version: string | null, status: number, message: string, reason: Reason, extra: Record<string, string> = {}): Answer {
-  const type = version === null ? "application/xml" : `${ERROR_TYPE};version=${version}`;
-  return { status, headers: { "content-type": type, ...extra }, body: errorDocument(status, minorErrorCodeOf(status), message, reason) };
+  return { status, headers: { "content-type": errorContentType(version), ...extra }, body: errorDocument(status, minorErrorCodeOf(status), message, reason) };
 }
 
 // An Error document for whatever a call threw: the HTTP status and Retry-After the REST surface gives the same
@@ -44,7 +48,6 @@ export function errorAnswer(version: string | null, thrown: unknown, domain: Err
   const extra: Record<string, string> = {};
   const retryAfter = retryAfterSeconds(error);
   if (retryAfter !== undefined) extra["retry-after"] = String(retryAfter);
-  const type = version === null ? "application/xml" : `${ERROR_TYPE};version=${version}`;
   const minor = reason !== null && ownMinorCodes.has(reason) ? reason : minorErrorCodeOf(status);
-  return { status, headers: { "content-type": type, ...extra }, body: errorDocument(status, minor, error.rawMessage, reason) };
+  return { status, headers: { "content-type": errorContentType(version), ...extra }, body: errorDocument(status, minor, error.rawMessage, reason) };
 }

@@ -19,7 +19,7 @@ import { INSTANTIATE_PARAMS_TYPE, decodeInstantiateParams } from "./vcd-instanti
 import { QueryRefusal, decodeQuery } from "./vcd-query.js";
 import { negotiateVersion } from "./vcd-versions.js";
 import { VCLOUD_NS, xmlDocument } from "./vcd-xml.js";
-import { XmlRefusal } from "./vcd-xml-reader.js";
+import { XmlRefusal } from "./xml-refusal.js";
 
 export interface VcdSettings {
   table: MethodTable;
@@ -182,11 +182,6 @@ export function createVcdHandler(settings: VcdSettings): (req: NodeRequest, res:
     res.writeHead(result.status, { ...result.headers, "x-request-id": requestId });
     res.end(result.body);
   };
-}
-
-// Whether a request target (path and query) is the virtualization API's, served by this adapter.
-export function isVcdPath(target: string): boolean {
-  return target === "/api" || target.startsWith("/api/") || target.startsWith("/api?");
 }
 
 // The one path segment between a prefix and a suffix (/api/vdc/<id>/action/...), decoded; null when the path is

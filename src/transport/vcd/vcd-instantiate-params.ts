@@ -2,7 +2,8 @@ import { create } from "@bufbuild/protobuf";
 import { InstantiateVAppTemplateRequestSchema } from "../../../gen/compute/vapp/v1/vapp_pb.js";
 import type { InstantiateVAppTemplateRequest } from "../../../gen/compute/vapp/v1/vapp_pb.js";
 import { VCLOUD_NS } from "./vcd-xml.js";
-import { XmlRefusal, readXml, xmlBoolean } from "./vcd-xml-reader.js";
+import { readXml, xmlBoolean } from "./vcd-xml-reader.js";
+import { XmlRefusal } from "./xml-refusal.js";
 import type { XmlElement } from "./vcd-xml-reader.js";
 
 export const INSTANTIATE_PARAMS_TYPE = "application/vnd.vmware.vcloud.instantiateVAppTemplateParams+xml";

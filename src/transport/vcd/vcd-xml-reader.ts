@@ -2,8 +2,6 @@ import { XMLParser, XMLValidator } from "fast-xml-parser";
 import { XmlRefusal } from "./xml-refusal.js";
 import { codePointName, isXmlChar, strictReferences } from "./xml-references.js";
 
-export { XmlRefusal } from "./xml-refusal.js";
-
 // Request documents of the virtualization API, read with fast-xml-parser into elements with resolved namespaces.
 // No DTD is ever read: the library would read a DOCTYPE's entity declarations, so a body that holds the markup of
 // one (`<!DOCTYPE`, `<!ENTITY`) is refused before parsing. Only XML's five predefined entities and character
