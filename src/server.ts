@@ -258,9 +258,8 @@ async function assemble(config: Config, logger: Logger, options: BuildOptions, c
       return;
     }
     if (req.method === "POST") {
-      const connectVersion = req.headers["connect-protocol-version"];
-      const requestId = requestIdOf(req.headers["x-request-id"]?.toString());
-      const rpc = unknownProcedureAnswer(table, url.split("?")[0] ?? url, req.headers["content-type"] ?? "", connectVersion?.toString(), requestId);
+      // Every REST POST comes here: the answer (and its request id) is made only for a request of an RPC protocol.
+      const rpc = unknownProcedureAnswer(table, url, req.headers);
       if (rpc !== null) {
         answerUnknownProcedure(res, rpc);
         return;

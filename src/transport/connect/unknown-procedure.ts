@@ -7,6 +7,8 @@ import { toConnectError } from "../../errors/to-connect-error.js";
 import { CallError } from "../../pipeline/call-error.js";
 import type { MethodTable } from "../../pipeline/method-table.js";
 import { grpcStatusHeaders } from "../grpc/grpc-status.js";
+import type { IncomingHttpHeaders } from "node:http";
+import { requestIdOf } from "../../pipeline/call.js";
 import type { NodeResponse } from "../node-types.js";
 import {
   encodeEnvelope,
@@ -51,19 +53,18 @@ function domainOf(table: MethodTable, path: string): ErrorDomain {
   return "cloudplane";
 }
 
-// The answer for a POST to `path` that no method serves, in the protocol its headers name; null for a request of
-// none of the RPC protocols (the REST routes answer it).
-export function unknownProcedureAnswer(
-  table: MethodTable,
-  path: string,
-  contentType: string,
-  connectVersion: string | undefined,
-  requestId: string,
-): RpcAnswer | null {
+// The answer for a POST to `url` that no method serves, in the protocol its headers name; null, having made nothing,
+// for a request of none of the RPC protocols (the REST routes answer it: every REST POST is asked).
+export function unknownProcedureAnswer(table: MethodTable, url: string, headers: IncomingHttpHeaders): RpcAnswer | null {
+  const contentType = headers["content-type"] ?? "";
   const web = parseGrpcWebContentType(contentType);
   const grpc = web === undefined ? parseGrpcContentType(contentType) : undefined;
   const connect = web === undefined && grpc === undefined ? parseConnectContentType(contentType) : undefined;
+  const connectVersion = headers["connect-protocol-version"];
   if (web === undefined && grpc === undefined && (connect === undefined || (!connect.stream && connectVersion === undefined))) return null;
+  const path = url.split("?")[0] ?? url;
+  const given = headers["x-request-id"];
+  const requestId = requestIdOf(Array.isArray(given) ? given[0] : given);
   const error: ConnectError = toConnectError(new CallError(statusPartsOf(unknownProcedure(domainOf(table, path), path)), false), null);
   const status: Record<string, string> = {};
   grpcStatusHeaders(error).forEach((value, key) => (status[key] = value));
