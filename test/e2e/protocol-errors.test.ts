@@ -2,7 +2,6 @@ import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import type { DescMessage, MessageShape } from "@bufbuild/protobuf";
 import { anyUnpack } from "@bufbuild/protobuf/wkt";
 import * as grpc from "@grpc/grpc-js";
-import net from "node:net";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import {
   BadRequestSchema,
@@ -15,6 +14,7 @@ import { CreateCryptoKeyRequestSchema, EncryptRequestSchema } from "../../gen/km
 import { adminAuth } from "../support/credentials.js";
 import { withAuthorization } from "../support/kms-clients.js";
 import { frame, rawCall } from "../support/raw-grpc.js";
+import { rawRequest } from "../support/raw-http1.js";
 import { startServer } from "../support/server.js";
 import type { TestServer } from "../support/server.js";
 
@@ -245,25 +245,9 @@ describe.each(["direct", "connect"])("protocol errors, CALL_PATH=%s", (callPath)
 
   // docs/errors.md, "An invalid timeout": INVALID_ARGUMENT with PROTOCOL_ERROR, on every protocol and path.
   describe("HTTP/1.1 requests Node's parser refuses before any route is read", () => {
-    // The whole answer of a raw request, read until the server closes the connection.
-    function rawRequest(head: string): Promise<{ status: number; headers: Map<string, string>; body: unknown }> {
-      return new Promise((resolve, reject) => {
-        const socket = net.connect(server.port, "127.0.0.1", () => socket.end(head));
-        const chunks: Buffer[] = [];
-        socket.on("data", (c: Buffer) => chunks.push(c));
-        socket.on("error", reject);
-        socket.on("close", () => {
-          const text = Buffer.concat(chunks).toString("utf8");
-          const split = text.indexOf("\r\n\r\n");
-          const [statusLine, ...lines] = text.slice(0, split).split("\r\n");
-          const headers = new Map(lines.map((l) => [l.slice(0, l.indexOf(":")).toLowerCase(), l.slice(l.indexOf(":") + 1).trim()]));
-          resolve({ status: Number(statusLine?.split(" ")[1]), headers, body: JSON.parse(text.slice(split + 4)) as unknown });
-        });
-      });
-    }
-
-    function refusal(body: unknown): { code: number; reason: string; domain: string; violations: number } {
-      const b = body as { code: number; details: { typeUrl: string; value: string }[] };
+    // The REST error body's code, and its ErrorInfo and QuotaFailure decoded.
+    function refusal(body: string): { code: number; reason: string; domain: string; violations: number } {
+      const b = JSON.parse(body) as { code: number; details: { typeUrl: string; value: string }[] };
       const info = b.details.find((d) => d.typeUrl.endsWith("ErrorInfo"));
       const quota = b.details.find((d) => d.typeUrl.endsWith("QuotaFailure"));
       const decoded = fromBinary(ErrorInfoSchema, Buffer.from(info!.value, "base64"));
@@ -273,29 +257,29 @@ describe.each(["direct", "connect"])("protocol errors, CALL_PATH=%s", (callPath)
 
     it("answers a head over 16 KiB with 431, REQUEST_HEAD_TOO_LARGE in JSON, the route's domain, and closes", async () => {
       const auth = adminAuth(server.url).authorization;
-      const onCompute = await rawRequest(`GET /cluster/v1/${"x".repeat(16_500)}/tasks/t:wait HTTP/1.1\r\nhost: a\r\nauthorization: ${auth}\r\n\r\n`);
+      const onCompute = await rawRequest(server.port, `GET /cluster/v1/${"x".repeat(16_500)}/tasks/t:wait HTTP/1.1\r\nhost: a\r\nauthorization: ${auth}\r\n\r\n`);
       expect(onCompute.status).toBe(431);
-      expect(onCompute.headers.get("content-type")).toBe("application/json");
-      expect(onCompute.headers.get("connection")).toBe("close");
-      expect(onCompute.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
+      expect(onCompute.headers["content-type"]).toBe("application/json");
+      expect(onCompute.headers.connection).toBe("close");
+      expect(onCompute.headers["x-request-id"]).toMatch(/^[0-9a-f-]{36}$/);
       expect(refusal(onCompute.body)).toEqual({ code: 8, reason: "REQUEST_HEAD_TOO_LARGE", domain: "compute", violations: 1 });
-      expect((onCompute.body as { message: string }).message).toBe("the request line and headers are larger than 16384 bytes");
+      expect((JSON.parse(onCompute.body) as { message: string }).message).toBe("the request line and headers are larger than 16384 bytes");
       // A header too large on a key management route.
-      const onKms = await rawRequest(`POST /v1/encrypt HTTP/1.1\r\nhost: a\r\nx-padding: ${"p".repeat(17_000)}\r\n\r\n`);
+      const onKms = await rawRequest(server.port, `POST /v1/encrypt HTTP/1.1\r\nhost: a\r\nx-padding: ${"p".repeat(17_000)}\r\n\r\n`);
       expect(onKms.status).toBe(431);
       expect(refusal(onKms.body)).toMatchObject({ reason: "REQUEST_HEAD_TOO_LARGE", domain: "kms" });
       // A request line the parser had not read to its end (Node reads 64 KiB at a time) names no route.
-      const noLine = await rawRequest(`GET /v1/keys/${"k".repeat(70_000)} HTTP/1.1\r\nhost: a\r\n\r\n`);
+      const noLine = await rawRequest(server.port, `GET /v1/keys/${"k".repeat(70_000)} HTTP/1.1\r\nhost: a\r\n\r\n`);
       expect(noLine.status).toBe(431);
       expect(refusal(noLine.body)).toMatchObject({ reason: "REQUEST_HEAD_TOO_LARGE", domain: "cloudplane" });
     });
 
     it("answers a head Node cannot parse with 400, PROTOCOL_ERROR in JSON", async () => {
-      const bad = await rawRequest("POST /v1/encrypt HTTP/1.1\r\nhost: a\r\nno colon here\r\n\r\n");
+      const bad = await rawRequest(server.port, "POST /v1/encrypt HTTP/1.1\r\nhost: a\r\nno colon here\r\n\r\n");
       expect(bad.status).toBe(400);
-      expect(bad.headers.get("content-type")).toBe("application/json");
+      expect(bad.headers["content-type"]).toBe("application/json");
       expect(refusal(bad.body)).toEqual({ code: 3, reason: "PROTOCOL_ERROR", domain: "kms", violations: 0 });
-      expect((bad.body as { message: string }).message).toBe("the request is not well-formed HTTP/1.1");
+      expect((JSON.parse(bad.body) as { message: string }).message).toBe("the request is not well-formed HTTP/1.1");
     });
   });
 

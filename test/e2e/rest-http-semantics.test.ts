@@ -1,5 +1,5 @@
 import http from "node:http";
-import net from "node:net";
+import type net from "node:net";
 import { gzipSync } from "node:zlib";
 import { fromBinary } from "@bufbuild/protobuf";
 import { base64Decode } from "@bufbuild/protobuf/wire";
@@ -9,6 +9,7 @@ import { refuseRequestTarget } from "../../src/transport/rest/request-target.js"
 import { RouteTable } from "../../src/transport/rest/route-table.js";
 import { KeyManagerService } from "../../gen/kms/v1/kms_pb.js";
 import { methodTableOf } from "../support/method-table.js";
+import { rawRequest } from "../support/raw-http1.js";
 import { startServer } from "../support/server.js";
 import type { TestServer } from "../support/server.js";
 
@@ -98,28 +99,6 @@ describe("a REST body with a Content-Encoding", () => {
   });
 });
 
-// One request written as raw bytes (Node's client always writes the origin-form and a Host header); the answer is
-// read until the server closes the connection.
-function raw(port: number, head: string): Promise<{ status: number; headers: Record<string, string>; body: string }> {
-  return new Promise((resolve, reject) => {
-    const socket = net.connect(port, "127.0.0.1", () => socket.write(head));
-    const chunks: Buffer[] = [];
-    socket.on("data", (c: Buffer) => chunks.push(c));
-    socket.on("error", reject);
-    socket.on("close", () => {
-      const text = Buffer.concat(chunks).toString("latin1");
-      const split = text.indexOf("\r\n\r\n");
-      const [statusLine, ...lines] = text.slice(0, split).split("\r\n");
-      const headers: Record<string, string> = {};
-      for (const line of lines) {
-        const colon = line.indexOf(":");
-        headers[line.slice(0, colon).toLowerCase()] = line.slice(colon + 1).trim();
-      }
-      resolve({ status: Number(statusLine?.split(" ")[1]), headers, body: text.slice(split + 4) });
-    });
-  });
-}
-
 function protocolRefusal(domain: string, message: string): unknown {
   return { code: 3, message, reason: "PROTOCOL_ERROR", domain, violations: [{ field: "", description: message }] };
 }
@@ -142,14 +121,14 @@ describe("the request target and Host header (RFC 9112 3.2)", () => {
 
   // A server MUST accept the absolute-form: it was 404 "no REST route matches GET http://x/v1/keys/...".
   test("an absolute-form target is served as the path it names", async () => {
-    const answer = await raw(
+    const answer = await rawRequest(
       server.port,
       `GET http://example.test/v1/keys/${keyId}?x-unused= HTTP/1.1\r\nHost: other\r\nAuthorization: Bearer ${server.token}\r\nConnection: close\r\n\r\n`,
     );
     // The query is read as the origin-form's would be: an unknown parameter, named.
     expect(answer.status).toBe(400);
     expect(refusal(Buffer.from(answer.body))).toMatchObject({ reason: "UNKNOWN_FIELD", domain: "kms" });
-    const ok = await raw(
+    const ok = await rawRequest(
       server.port,
       `GET HTTP://example.test/v1/keys/${keyId} HTTP/1.1\r\nHost: example.test\r\nAuthorization: Bearer ${server.token}\r\nConnection: close\r\n\r\n`,
     );
@@ -160,7 +139,7 @@ describe("the request target and Host header (RFC 9112 3.2)", () => {
 
   test("an absolute target that is not an http URI with a host is 400 PROTOCOL_ERROR in JSON", async () => {
     for (const target of ["ftp://example.test/v1/keys/k", "http:///v1/keys/k", "http://user@example.test/v1/keys/k"]) {
-      const answer = await raw(server.port, `GET ${target} HTTP/1.1\r\nHost: example.test\r\nx-request-id: target-1\r\n\r\n`);
+      const answer = await rawRequest(server.port, `GET ${target} HTTP/1.1\r\nHost: example.test\r\nx-request-id: target-1\r\n\r\n`);
       expect(answer.status).toBe(400);
       expect(answer.headers["content-type"]).toBe("application/json");
       expect(answer.headers["x-request-id"]).toBe("target-1");
@@ -170,7 +149,7 @@ describe("the request target and Host header (RFC 9112 3.2)", () => {
   });
 
   test("two Host headers on a REST route are 400 PROTOCOL_ERROR in JSON, in the route's domain", async () => {
-    const answer = await raw(server.port, `GET /v1/keys/${keyId} HTTP/1.1\r\nHost: a\r\nHost: b\r\nx-request-id: target-2\r\n\r\n`);
+    const answer = await rawRequest(server.port, `GET /v1/keys/${keyId} HTTP/1.1\r\nHost: a\r\nHost: b\r\nx-request-id: target-2\r\n\r\n`);
     expect(answer.status).toBe(400);
     expect(answer.headers["content-type"]).toBe("application/json");
     expect(answer.headers["x-request-id"]).toBe("target-2");
@@ -182,14 +161,14 @@ describe("the request target and Host header (RFC 9112 3.2)", () => {
   // (requireHostHeader, now off) had an empty body, and /healthz and the other routes server.ts serves before REST
   // read the absolute-form's whole URL as their path.
   test("no Host header is 400 PROTOCOL_ERROR in JSON", async () => {
-    const answer = await raw(server.port, `GET /v1/keys/${keyId} HTTP/1.1\r\nx-request-id: target-3\r\n\r\n`);
+    const answer = await rawRequest(server.port, `GET /v1/keys/${keyId} HTTP/1.1\r\nx-request-id: target-3\r\n\r\n`);
     expect(answer.status).toBe(400);
     expect(refusal(Buffer.from(answer.body))).toEqual(protocolRefusal("kms", NO_HOST));
   });
   test("GET http://x/healthz is the health probe", async () => {
-    const answer = await raw(server.port, "GET http://x/healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    const answer = await rawRequest(server.port, "GET http://x/healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
     expect(answer.status).toBe(200);
-    // Sent chunked: the JSON is the one chunk.
+    // Sent chunked, which rawRequest decodes: the body is the JSON alone.
     expect(answer.body).toContain('{"status":"ok"}');
   });
 });
@@ -215,25 +194,25 @@ describe("refuseRequestTarget in front of every route", () => {
   });
 
   test("no Host header: 400 PROTOCOL_ERROR in JSON, the route's domain, the connection closed", async () => {
-    const answer = await raw(port, "GET /v1/keys/k HTTP/1.1\r\nx-request-id: target-4\r\n\r\n");
+    const answer = await rawRequest(port, "GET /v1/keys/k HTTP/1.1\r\nx-request-id: target-4\r\n\r\n");
     expect(answer.status).toBe(400);
     expect(answer.headers["content-type"]).toBe("application/json");
     expect(answer.headers["x-request-id"]).toBe("target-4");
     expect(answer.headers.connection).toBe("close");
     expect(refusal(Buffer.from(answer.body))).toEqual(protocolRefusal("kms", NO_HOST));
-    const health = await raw(port, "GET /healthz HTTP/1.1\r\n\r\n");
+    const health = await rawRequest(port, "GET /healthz HTTP/1.1\r\n\r\n");
     expect(refusal(Buffer.from(health.body))).toEqual(protocolRefusal("cloudplane", NO_HOST));
   });
 
   test("an HTTP/1.0 request needs no Host", async () => {
-    const answer = await raw(port, "GET /healthz HTTP/1.0\r\n\r\n");
+    const answer = await rawRequest(port, "GET /healthz HTTP/1.0\r\n\r\n");
     expect(answer.status).toBe(200);
   });
 
   test("the absolute-form is rewritten to its path, with the target's authority as Host", async () => {
-    const answer = await raw(port, "GET http://example.test:8080?a=1 HTTP/1.1\r\nHost: other\r\nConnection: close\r\n\r\n");
+    const answer = await rawRequest(port, "GET http://example.test:8080?a=1 HTTP/1.1\r\nHost: other\r\nConnection: close\r\n\r\n");
     expect(JSON.parse(answer.body)).toEqual({ url: "/?a=1", host: "example.test:8080" });
-    const health = await raw(port, "GET http://x/healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    const health = await rawRequest(port, "GET http://x/healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
     expect(JSON.parse(health.body)).toEqual({ url: "/healthz", host: "x" });
   });
 });

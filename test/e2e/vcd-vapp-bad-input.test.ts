@@ -1,7 +1,7 @@
-import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { makePrincipal, resourceSnapshot } from "../support/principals.js";
 import type { Principal } from "../support/principals.js";
+import { rawRequest } from "../support/raw-http1.js";
 import { startServer } from "../support/server.js";
 import type { TestServer } from "../support/server.js";
 import { CENTOS, MOSCOW, SPB, UBUNTU, errorXml, instantiate, instantiateParams, site, templateHref, vcd } from "./vcd-helpers.js";
@@ -238,40 +238,23 @@ describe("reading", () => {
 });
 
 describe("a request Node's parser refuses before the adapter runs", () => {
-  // The whole answer to a raw request, read until the server closes the connection.
-  function rawRequest(head: string): Promise<{ status: number; headers: Map<string, string>; body: string }> {
-    return new Promise((resolve, reject) => {
-      const socket = net.connect(server.port, "127.0.0.1", () => socket.end(head));
-      const chunks: Buffer[] = [];
-      socket.on("data", (c: Buffer) => chunks.push(c));
-      socket.on("error", reject);
-      socket.on("close", () => {
-        const text = Buffer.concat(chunks).toString("utf8");
-        const split = text.indexOf("\r\n\r\n");
-        const [statusLine, ...lines] = text.slice(0, split).split("\r\n");
-        const headers = new Map(lines.map((l) => [l.slice(0, l.indexOf(":")).toLowerCase(), l.slice(l.indexOf(":") + 1).trim()]));
-        resolve({ status: Number(statusLine!.split(" ")[1]), headers, body: text.slice(split + 4) });
-      });
-    });
-  }
-
   it("a head over 16 KiB on /api/ is 431 as an Error document, REQUEST_HEAD_TOO_LARGE, and the connection closed", async () => {
     for (const head of [
       `GET /api/query?type=vAppTemplate HTTP/1.1\r\nhost: a\r\naccept: ${ACCEPT_38}\r\nx-padding: ${"p".repeat(17_000)}\r\n\r\n`,
       `GET /api/vApp/vapp-${"x".repeat(16_500)} HTTP/1.1\r\nhost: a\r\n\r\n`,
     ]) {
-      const res = await rawRequest(head);
+      const res = await rawRequest(server.port, head);
       expect(res.status).toBe(431);
-      expect(res.headers.get("content-type")).toBe("application/xml");
-      expect(res.headers.get("connection")).toBe("close");
+      expect(res.headers["content-type"]).toBe("application/xml");
+      expect(res.headers.connection).toBe("close");
       expect(res.body).toBe(errorXml(431, "BAD_REQUEST", "the request line and headers are larger than 16384 bytes", "REQUEST_HEAD_TOO_LARGE"));
     }
   });
 
   it("a head Node cannot parse on /api/ is 400 as an Error document, PROTOCOL_ERROR", async () => {
-    const res = await rawRequest(`POST /api/vdc/${MOSCOW}/action/instantiateVAppTemplate HTTP/1.1\r\nhost: a\r\nno colon here\r\n\r\n`);
+    const res = await rawRequest(server.port, `POST /api/vdc/${MOSCOW}/action/instantiateVAppTemplate HTTP/1.1\r\nhost: a\r\nno colon here\r\n\r\n`);
     expect(res.status).toBe(400);
-    expect(res.headers.get("content-type")).toBe("application/xml");
+    expect(res.headers["content-type"]).toBe("application/xml");
     expect(res.body).toBe(errorXml(400, "BAD_REQUEST", "the request is not well-formed HTTP/1.1", "PROTOCOL_ERROR"));
   });
 });
