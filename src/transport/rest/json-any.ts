@@ -4,6 +4,7 @@ import { isReflectList, isReflectMap, reflect } from "@bufbuild/protobuf/reflect
 import type { ReflectMessage } from "@bufbuild/protobuf/reflect";
 import type { Any } from "@bufbuild/protobuf/wkt";
 import { FeatureSet_FieldPresence } from "@bufbuild/protobuf/wkt";
+import { flatJsonOf } from "./flat-json.js";
 import { bytesFieldsOf, encodeBase64 } from "./json-bytes.js";
 
 // On the REST surface every google.protobuf.Any is written as {"typeUrl", "value"} with the packed bytes in
@@ -12,6 +13,14 @@ import { bytesFieldsOf, encodeBase64 } from "./json-bytes.js";
 // fields, which are written here with Node's base64 (json-bytes.ts), to the same text.
 
 const ANY = "google.protobuf.Any";
+
+// The same for what a handler returned: a message of the type or the init object of one. A flat message is written
+// from it as it is, without making the message first.
+export function resultToRestJson(desc: DescMessage, result: unknown): JsonValue {
+  const flat = flatJsonOf(desc);
+  if (flat !== null) return flat.write(result as object);
+  return toRestJson(desc, create(desc, result as never));
+}
 
 export function anyToRestJson(any: Pick<Any, "typeUrl" | "value">): JsonObject {
   // Fields at their default are omitted, as for any other message.
@@ -23,6 +32,8 @@ export function anyToRestJson(any: Pick<Any, "typeUrl" | "value">): JsonObject {
 
 export function toRestJson(desc: DescMessage, message: Message): JsonValue {
   if (desc.typeName === ANY) return anyToRestJson(message as Any);
+  const flat = flatJsonOf(desc);
+  if (flat !== null) return flat.write(message);
   const special = specialFieldsOf(desc);
   if (special.size === 0) return toJson(desc, message);
   if (special === bytesOnly.get(desc) && Object.getPrototypeOf(message) === Object.prototype) return withBytes(desc, message, special);

@@ -8,6 +8,7 @@ import { UnknownJsonField, countJson } from "../limits/json-count.js";
 import { textToJson } from "./field-path.js";
 import type { FieldChain } from "./field-path.js";
 import { describeExpected } from "./field-description.js";
+import { flatJsonOf } from "./flat-json.js";
 import { bytesFieldsOf, decodePlainBase64 } from "./json-bytes.js";
 import { checkJsonFields, findInvalidValue, isJsonObject, unknownField } from "./json-check.js";
 import { queryToJson } from "./query-params.js";
@@ -131,6 +132,8 @@ function isJsonContentType(contentType: string | undefined): boolean {
 }
 
 function readJson(desc: DescMessage, json: JsonObject): Message {
+  const flat = flatJsonOf(desc)?.read(json);
+  if (flat !== undefined) return flat;
   try {
     return readJsonDecodingBytes(desc, json);
   } catch {

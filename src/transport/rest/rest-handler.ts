@@ -1,4 +1,3 @@
-import { create } from "@bufbuild/protobuf";
 import type { JsonValue, Message } from "@bufbuild/protobuf";
 import { ConnectError, createContextValues } from "@connectrpc/connect";
 import type { Transport } from "@connectrpc/connect";
@@ -15,7 +14,7 @@ import { NodeHeaders } from "../header-source.js";
 import type { NodeRequest, NodeResponse } from "../node-types.js";
 import { ClientGoneError, readBody } from "./body-reader.js";
 import { forwardRequestHeaders, responseHeadersOf } from "./http-headers.js";
-import { toRestJson } from "./json-any.js";
+import { resultToRestJson, toRestJson } from "./json-any.js";
 import { buildRequestMessage } from "./request-builder.js";
 import { BadRequest, LimitsExceeded, methodNotAllowed, routeNotFound } from "./rest-errors.js";
 import type { RestRoute, RouteLookup, RouteTable } from "./route-table.js";
@@ -127,7 +126,7 @@ const invokeDirect: Invoke = (route, message, req, res, requestId) => {
 // A failure to render the answer is our fault: it throws, to be logged with the request id by the caller.
 function succeeded(route: RestRoute, call: Call, response: unknown): Outcome {
   const output = route.method.output;
-  return { status: 200, headers: restHeaders(call.responseHeaders), body: toRestJson(output, create(output, response as never)) };
+  return { status: 200, headers: restHeaders(call.responseHeaders), body: resultToRestJson(output, response) };
 }
 
 function failed(call: Call, thrown: unknown): Outcome {
