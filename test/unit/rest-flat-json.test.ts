@@ -75,8 +75,8 @@ const anyValue: fc.Arbitrary<JsonValue> = fc.oneof(
   fc.string({ maxLength: 8 }),
   fc.constantFrom("1", " 1", "1e0", "", "AQID", "AQI", "AQI=", "-_8=", "A", "a b", "\ud800", "x\udfffy", "é"),
   fc.uint8Array({ maxLength: 12 }).map((b) => Buffer.from(b).toString("base64")),
-  fc.constant([]),
-  fc.constant({}),
+  fc.constant<JsonValue>([]),
+  fc.constant<JsonValue>({}),
 );
 
 // A JSON object of the message's fields, each under one of its two names, now and then under both.

@@ -40,8 +40,12 @@ export function buildRequestMessage(req: RequestParts): Message {
     if (Object.keys(query).length > 0) countElements(route, Buffer.from(JSON.stringify(query)), undefined);
     Object.assign(json, query);
   }
-  checkJsonFields(desc, json, "");
-  const message = readJson(desc, json);
+  // A flat message read whole has only known fields, each once (flat-json.ts): nothing for checkJsonFields to refuse.
+  let message = flatJsonOf(desc)?.read(json);
+  if (message === undefined) {
+    checkJsonFields(desc, json, "");
+    message = readJson(desc, json);
+  }
   route.pathFields.forEach((chain, i) => setPathValue(message, desc, chain, req.pathValues[i] ?? ""));
   return message;
 }
@@ -132,8 +136,6 @@ function isJsonContentType(contentType: string | undefined): boolean {
 }
 
 function readJson(desc: DescMessage, json: JsonObject): Message {
-  const flat = flatJsonOf(desc)?.read(json);
-  if (flat !== undefined) return flat;
   try {
     return readJsonDecodingBytes(desc, json);
   } catch {
