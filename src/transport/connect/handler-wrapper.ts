@@ -63,7 +63,8 @@ export function wrapHandler(handler: UniversalHandler, settings: WrapperSettings
   const refuseNotBase64 = (): ConnectError => toConnectError(new CallError(statusPartsOf(malformedBody(domain, "grpc-web-text")), false), null);
   const serve = async (req: UniversalServerRequest): Promise<UniversalServerResponse> => {
     const contextValues = (req.contextValues ??= createContextValues());
-    contextValues.set(startedKey, performance.now());
+    // Already set for a REST call served through Connect in-process: when its headers arrived.
+    contextValues.set(startedKey, contextValues.get(startedKey) ?? performance.now());
     const contentType = req.header.get("content-type") ?? "";
     // Before Connect arms its deadline timer from them (timeout-headers.ts).
     capTimeoutHeaders(req.header);

@@ -9,7 +9,7 @@ import { Call, requestIdOf } from "../../pipeline/call.js";
 import { CallError, callErrorOf } from "../../pipeline/call-error.js";
 import { createTransport, createUniversalHandlerClient } from "../connect/connect-internals.js";
 import type { UniversalHandler } from "../connect/connect-internals.js";
-import { addressKey, viaRestKey } from "../connect/pipeline-interceptor.js";
+import { addressKey, startedKey, viaRestKey } from "../connect/pipeline-interceptor.js";
 import { NodeHeaders } from "../header-source.js";
 import type { NodeRequest, NodeResponse } from "../node-types.js";
 import { ClientGoneError, readBody } from "./body-reader.js";
@@ -39,6 +39,8 @@ export function createRestHandler(opts: RestHandlerOptions): RestHandler {
   const invoke = opts.viaConnect === null ? invokeDirect : connectInvoker(opts.viaConnect);
 
   return async (req, res) => {
+    // The call's deadline counts from here, the request's headers, not from the end of its body (docs/pipeline.md).
+    const started = performance.now();
     const given = req.headers["x-request-id"];
     const requestId = requestIdOf(Array.isArray(given) ? given[0] : given);
     let domain: ErrorDomain = "cloudplane";
@@ -50,7 +52,7 @@ export function createRestHandler(opts: RestHandlerOptions): RestHandler {
       } else {
         domain = found.route.entry.policy.domain;
         const body = await readBody(req, opts.maxBodyBytes, domain);
-        outcome = invoke(found.route, readMessage(req, found, body), req, res, requestId);
+        outcome = invoke(found.route, readMessage(req, found, body), req, res, requestId, started);
         if (outcome instanceof Promise) outcome = await outcome;
       }
       write(req, res, requestId, outcome);
@@ -102,12 +104,12 @@ function readMessage(req: NodeRequest, found: FoundRoute, body: Uint8Array): Mes
   });
 }
 
-type Invoke = (route: RestRoute, message: Message, req: NodeRequest, res: NodeResponse, requestId: string) => Outcome | Promise<Outcome>;
+type Invoke = (route: RestRoute, message: Message, req: NodeRequest, res: NodeResponse, requestId: string, started: number) => Outcome | Promise<Outcome>;
 
 // Straight into the pipeline; synchronous when the call is (a cache-hit Encrypt), which spares the microtask
 // turns of awaiting a value.
-const invokeDirect: Invoke = (route, message, req, res, requestId) => {
-  const call = new Call(route.entry, "rest", message, new NodeHeaders(req.headers), requestId, res, req.socket);
+const invokeDirect: Invoke = (route, message, req, res, requestId, started) => {
+  const call = new Call(route.entry, "rest", message, new NodeHeaders(req.headers), requestId, res, req.socket, null, started);
   let response: unknown;
   try {
     response = route.entry.invoke!(call);
@@ -147,9 +149,11 @@ function restHeaders(headers: readonly [string, string][] | null): Map<string, s
   return out;
 }
 
-// Carries the REST caller's address to the in-process Connect call, and only there: the marked handlers below
-// serve nothing but the REST adapter's own calls, and take the header off before Connect sees it.
+// Carry the REST caller's address and the request's arrival to the in-process Connect call, and only there: the
+// marked handlers below serve nothing but the REST adapter's own calls, and take these headers off before Connect
+// sees them (a caller's own are overwritten).
 const PEER_ADDRESS_HEADER = "x-cloudplane-peer-address";
+const STARTED_HEADER = "x-cloudplane-started";
 
 // Through Connect's handlers in-process: the request re-encoded as Connect binary, the pipeline run by Connect's
 // interceptor, the answer decoded again.
@@ -160,7 +164,9 @@ function connectInvoker(handlers: UniversalHandler[]): Invoke {
       const contextValues = (req.contextValues ??= createContextValues());
       contextValues.set(viaRestKey, true);
       contextValues.set(addressKey, { remoteAddress: req.header.get(PEER_ADDRESS_HEADER) ?? undefined });
+      contextValues.set(startedKey, Number(req.header.get(STARTED_HEADER)));
       req.header.delete(PEER_ADDRESS_HEADER);
+      req.header.delete(STARTED_HEADER);
       return h(req);
     }, h),
   );
@@ -175,7 +181,7 @@ function connectInvoker(handlers: UniversalHandler[]): Invoke {
     readMaxBytes: 0xffffffff,
     writeMaxBytes: 0xffffffff,
   });
-  return async (route, message, req, res, requestId) => {
+  return async (route, message, req, res, requestId, started) => {
     const abort = new AbortController();
     const onClose = (): void => {
       if (!res.writableFinished) abort.abort();
@@ -184,6 +190,7 @@ function connectInvoker(handlers: UniversalHandler[]): Invoke {
     const header = forwardRequestHeaders(req.headers);
     header.set("x-request-id", requestId);
     header.set(PEER_ADDRESS_HEADER, req.socket.remoteAddress ?? "unknown");
+    header.set(STARTED_HEADER, String(started));
     try {
       const result = await transport.unary(route.method, abort.signal, undefined, header, message);
       return { status: 200, headers: responseHeadersOf(result.header, result.trailer), body: toRestJson(route.method.output, result.message) };

@@ -54,8 +54,10 @@ export function createVcdHandler(settings: VcdSettings): (req: NodeRequest, res:
 
   // Runs the method's pipeline; a refusal becomes the Error document with the status the REST surface would give.
   // The headers the stages added go on the answer either way.
-  async function run<T>(entry: MethodEntry, request: Message, req: NodeRequest, version: string, requestId: string): Promise<{ ok: T; headers: Record<string, string> } | { failed: Answer }> {
-    const call = new Call(entry, "vcd", request, new NodeHeaders(req.headers), requestId, null, req.socket);
+  // `started`: when the request's headers arrived, for a call made after reading its body (the deadline counts from
+  // then); else now.
+  async function run<T>(entry: MethodEntry, request: Message, req: NodeRequest, version: string, requestId: string, started: number | null = null): Promise<{ ok: T; headers: Record<string, string> } | { failed: Answer }> {
+    const call = new Call(entry, "vcd", request, new NodeHeaders(req.headers), requestId, null, req.socket, null, started);
     const stageHeaders = (): Record<string, string> => Object.fromEntries(call.responseHeaders ?? []);
     try {
       const response = (await entry.invoke!(call)) as T;
@@ -118,6 +120,7 @@ export function createVcdHandler(settings: VcdSettings): (req: NodeRequest, res:
   }
 
   async function instantiateTemplate(req: NodeRequest, vdcId: string, version: string, requestId: string): Promise<Answer> {
+    const started = performance.now();
     const type = (req.headers["content-type"] ?? "").split(";", 1)[0]!.trim().toLowerCase();
     if (type !== INSTANTIATE_PARAMS_TYPE.toLowerCase()) {
       return refusal(version, 415, `send the body as Content-Type: ${INSTANTIATE_PARAMS_TYPE}${type === "" ? "" : `, not ${type.slice(0, 100)}`}`, "UNSUPPORTED_CONTENT_TYPE");
@@ -130,7 +133,7 @@ export function createVcdHandler(settings: VcdSettings): (req: NodeRequest, res:
       if (err instanceof ClientGoneError) throw err;
       return errorAnswer(version, err, instantiate.policy.domain, requestId, settings.logger);
     }
-    const result = await run<VApp>(instantiate, request, req, version, requestId);
+    const result = await run<VApp>(instantiate, request, req, version, requestId, started);
     if ("failed" in result) return result.failed;
     const site = siteOf(req);
     return ok(201, MEDIA.vapp, version, vappDocument(site, result.ok), { ...result.headers, location: vappHref(site, result.ok.id) });
