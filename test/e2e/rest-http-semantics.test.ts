@@ -106,6 +106,7 @@ function protocolRefusal(domain: string, message: string): unknown {
 const NO_HOST = "an HTTP/1.1 request must have a Host header (RFC 9112, section 3.2)";
 const TWO_HOSTS = "an HTTP/1.1 request must have one Host header, not several (RFC 9112, section 3.2)";
 const BAD_TARGET = "the request target must be a path, or an absolute http or https URI with a host (RFC 9112, section 3.2)";
+const BAD_HOST = "the Host header must be a host name or address, with an optional port (RFC 9110, section 7.2)";
 
 describe("the request target and Host header (RFC 9112 3.2)", () => {
   let keyId: string;
@@ -165,6 +166,22 @@ describe("the request target and Host header (RFC 9112 3.2)", () => {
     expect(answer.status).toBe(400);
     expect(refusal(Buffer.from(answer.body))).toEqual(protocolRefusal("kms", NO_HOST));
   });
+  // RFC 9112 3.2: a Host header with an invalid value MUST be answered 400. The XML surface writes the value into its
+  // hrefs; "evil.test/x?" there made links of every answer point elsewhere.
+  test("a Host header that is not a host and optional port is 400 PROTOCOL_ERROR in JSON, and nothing is served", async () => {
+    for (const host of ["a b", "evil.test/x?", 'x"y', "a:b:c", "user@a", "%zz", "h\u00e4st"]) {
+      const answer = await rawRequest(server.port, `GET /v1/keys/${keyId} HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${server.token}\r\nx-request-id: target-4\r\n\r\n`);
+      expect(answer.status, host).toBe(400);
+      expect(answer.headers["x-request-id"]).toBe("target-4");
+      expect(answer.headers.connection).toBe("close");
+      expect(refusal(Buffer.from(answer.body))).toEqual(protocolRefusal("kms", BAD_HOST));
+    }
+    for (const host of ["", "example.test", "example.test:8080", "127.0.0.1:1", "[::1]:443", "xn--hst-qla.test"]) {
+      const answer = await rawRequest(server.port, `GET /v1/keys/${keyId} HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${server.token}\r\nConnection: close\r\n\r\n`);
+      expect(answer.status, host).toBe(200);
+    }
+  });
+
   test("GET http://x/healthz is the health probe", async () => {
     const answer = await rawRequest(server.port, "GET http://x/healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
     expect(answer.status).toBe(200);

@@ -251,6 +251,19 @@ describe("a request Node's parser refuses before the adapter runs", () => {
     }
   });
 
+  it("a Host header that is not a host and port, on /api/, is 400 as an Error document, and no vApp is made", async () => {
+    const res = await unchanged(async () => {
+      const raw = await rawRequest(
+        server.port,
+        `POST /api/vdc/${MOSCOW}/action/instantiateVAppTemplate HTTP/1.1\r\nhost: evil.test/x?\r\naccept: ${ACCEPT_38}\r\nauthorization: Bearer ${server.token}\r\ncontent-type: application/vnd.vmware.vcloud.instantiateVAppTemplateParams+xml\r\ncontent-length: ${Buffer.byteLength(good())}\r\n\r\n${good()}`,
+      );
+      return { status: raw.status, headers: new Headers(raw.headers), text: raw.body, doc: {} };
+    });
+    expect(res.status).toBe(400);
+    expect(res.headers.get("content-type")).toBe("application/xml");
+    expect(res.text).toBe(errorXml(400, "BAD_REQUEST", "the Host header must be a host name or address, with an optional port (RFC 9110, section 7.2)", "PROTOCOL_ERROR"));
+  });
+
   it("a head Node cannot parse on /api/ is 400 as an Error document, PROTOCOL_ERROR", async () => {
     const res = await rawRequest(server.port, `POST /api/vdc/${MOSCOW}/action/instantiateVAppTemplate HTTP/1.1\r\nhost: a\r\nno colon here\r\n\r\n`);
     expect(res.status).toBe(400);

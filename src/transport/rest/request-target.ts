@@ -11,7 +11,9 @@ import type { RouteTable } from "./route-table.js";
 // - a server MUST accept the absolute-form (`GET http://host/path HTTP/1.1`, 3.2.2), which proxies send and any
 //   client may: it is served as the origin-form it names, with the target's authority as its Host (a server MUST
 //   ignore the Host header then), so that every surface routes and links it as it would `/path`;
-// - a server MUST answer 400 to an HTTP/1.1 request without a Host header, or with more than one (3.2). Node's own
+// - a server MUST answer 400 to an HTTP/1.1 request without a Host header, with more than one, or with one whose
+//   value is not a host and optional port (3.2; RFC 9110 section 7.2: `uri-host [ ":" port ]`, possibly empty); the
+//   XML surface writes that value into every href it answers with (docs/vcd.md). Node's own
 //   refusal of a missing one (`requireHostHeader`) is a 400 with no body, and the TLS server's HTTP/1.1 does not
 //   check it at all; here it is the JSON google.rpc.Status every REST refusal is (docs/callers.md), the
 //   virtualization API's Error document under `/api/`, and the connection is closed.
@@ -31,6 +33,8 @@ export function refuseRequestTarget(req: NodeRequest, res: NodeResponse, routes:
     const hosts = hostHeaderCount(req.rawHeaders);
     if (hosts === 0) problem = "an HTTP/1.1 request must have a Host header (RFC 9112, section 3.2)";
     else if (hosts > 1) problem = "an HTTP/1.1 request must have one Host header, not several (RFC 9112, section 3.2)";
+    // An absolute-form target's authority stands for the Host header, which is ignored then.
+    else if (target === null && !HOST.test(req.headers.host ?? "")) problem = "the Host header must be a host name or address, with an optional port (RFC 9110, section 7.2)";
   }
   if (target !== null) {
     req.url = target.path;
@@ -48,6 +52,10 @@ export function refuseRequestTarget(req: NodeRequest, res: NodeResponse, routes:
   out.end(body);
   return true;
 }
+
+// RFC 3986's host (an IP literal in brackets, or a reg-name, which includes IPv4 addresses, made of unreserved
+// characters, sub-delims and percent-encodings) and an optional port; brackets are not checked for IPv6's own form.
+const HOST = /^(?:\[[0-9A-Za-z._~!$&'()*+,;=:%-]+\]|(?:[0-9A-Za-z._~!$&'()*+,;=-]|%[0-9A-Fa-f]{2})*)(?::[0-9]*)?$/;
 
 function hostHeaderCount(raw: readonly string[]): number {
   let count = 0;
