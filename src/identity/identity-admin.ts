@@ -1,5 +1,6 @@
 import { printable } from "../errors/caller-text.js";
 import type { Clock } from "../shared/clock.js";
+import { CATALOG_ID, PLAIN_ID } from "../shared/ids.js";
 import type { IdentityStore } from "../storage/identity-store.js";
 import type { ApiKeyRecord, GrantRecord, ServiceAccountRecord } from "./identity-model.js";
 import { isRole, roleNames } from "./roles.js";
@@ -24,17 +25,17 @@ export class AdminError extends Error {}
 
 const ACCOUNT_NAME = /^[a-z][a-z0-9-]{1,62}$/;
 
-// The ids a scope of each kind can name, as the server takes them, so that a grant is refused when it can never
-// match a call: a KMS namespace is a parentId (CONTRACT 5, src/kms/request-validation.ts), a service instance an id
-// of the catalog (src/compute/catalog/catalog-sections.ts; a grant may name one before the catalog has it), a
-// workspace what an API key may belong to (createApiKey below).
+// The ids a scope of each kind can name, by the grammars the server checks them with (src/shared/ids.ts), so that a
+// grant is refused when it can never match a call: a KMS namespace is a parentId, a service instance an id of the
+// catalog (a grant may name one before the catalog has it), a workspace what an API key may belong to (createApiKey
+// below).
 const SCOPE_IDS: Record<ScopeKind, { regex: RegExp; rule: string }> = {
-  "kms-namespace": { regex: /^[A-Za-z0-9._-]{1,64}$/, rule: "a KMS namespace (parentId) is 1-64 characters of [A-Za-z0-9._-]" },
+  "kms-namespace": { regex: PLAIN_ID, rule: "a KMS namespace (parentId) is 1-64 characters of [A-Za-z0-9._-]" },
   "service-instance": {
-    regex: /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/,
+    regex: CATALOG_ID,
     rule: "a service instance id is 1-64 characters of [A-Za-z0-9._-], starting with a letter or digit",
   },
-  workspace: { regex: /^[A-Za-z0-9._-]{1,64}$/, rule: "a workspace id is 1-64 characters of [A-Za-z0-9._-]" },
+  workspace: { regex: PLAIN_ID, rule: "a workspace id is 1-64 characters of [A-Za-z0-9._-]" },
 };
 
 // Administration of principals, credentials and grants: what the bootstrap and the operator command do, on the
@@ -102,7 +103,7 @@ export class IdentityAdmin {
 
   async createApiKey(idOrName: string, workspaceId: string): Promise<NewApiKey> {
     const account = await this.live(idOrName);
-    if (!/^[A-Za-z0-9._-]{1,64}$/.test(workspaceId)) throw new AdminError(`workspace id "${workspaceId}" must be 1-64 characters of [A-Za-z0-9._-]`);
+    if (!PLAIN_ID.test(workspaceId)) throw new AdminError(`workspace id "${workspaceId}" must be 1-64 characters of [A-Za-z0-9._-]`);
     const secret = issueSecret("api-key");
     const key: ApiKeyRecord = {
       id: secret.id,

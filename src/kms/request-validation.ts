@@ -2,6 +2,7 @@ import type { Duration, FieldMask } from "@bufbuild/protobuf/wkt";
 import { quoted } from "../errors/caller-text.js";
 import { invalidArgument } from "../errors/domain-error.js";
 import { ViolationList, tooManyItems } from "../errors/violation-list.js";
+import { PLAIN_ID } from "../shared/ids.js";
 import { maxItemsOf } from "../pipeline/message-limits.js";
 import { CryptoKeySchema, CryptoKeyVersion_Algorithm, UpdateCryptoKeyRequestSchema } from "../../gen/kms/v1/kms_pb.js";
 import type { Page } from "../../gen/kms/v1/kms_pb.js";
@@ -15,7 +16,6 @@ import type { KeyPage } from "../storage/kms-store.js";
 
 export const MAX_DATA_BYTES = 64 * 1024;
 const MAX_ROTATION_MS = 100 * 365.25 * 24 * 3600 * 1000;
-const PARENT_ID = /^[A-Za-z0-9._-]{1,64}$/;
 // Printable: no control, format, surrogate or unassigned characters.
 const PRINTABLE = /^[^\p{C}]+$/u;
 // Declared in proto/ as (cloudplane.api.v1.max_items), where the adapters count them before decoding a request;
@@ -41,7 +41,7 @@ function longerThan(text: string, max: number): boolean {
 
 export function checkParentId(v: Violations, parentId: string): void {
   if (parentId === "") v.add("parentId", "is required");
-  else if (!PARENT_ID.test(parentId)) v.add("parentId", "must be 1 to 64 characters of letters, digits, '.', '_' and '-'");
+  else if (!PLAIN_ID.test(parentId)) v.add("parentId", "must be 1 to 64 characters of letters, digits, '.', '_' and '-'");
 }
 
 export function checkKeyId(v: Violations, field: string, keyId: string): void {

@@ -1,13 +1,14 @@
 import type { Catalog, Cluster, ComputeFlavor, OrgNetwork, ServiceInstance, VAppTemplate } from "./catalog.js";
 import { readInstanceConfigs, readSparkConfigs } from "./config-sections.js";
 import { ObjectReader, checkUnique } from "./json-reader.js";
+import { CATALOG_ID } from "../../shared/ids.js";
 
 // The catalog file is one JSON object; each top-level key is a section read and checked by its own function. More
 // platform data (regions, instance types, images) becomes one more section here and one more field of Catalog.
 const sectionNames = ["computeFlavors", "serviceInstances", "instanceConfigs", "sparkConfigs"] as const satisfies readonly (keyof Catalog)[];
 
 // Identifiers appear in URL paths, so they are kept to characters that need no escaping.
-const ID = { regex: /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, rule: "1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit" };
+const ID = { regex: CATALOG_ID, rule: "1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit" };
 const POSITIVE = "a positive integer";
 const NOT_NEGATIVE = "an integer of 0 or more";
 

@@ -1,12 +1,13 @@
 import { clusterTypes } from "./catalog.js";
 import type { ClusterType, ContainerImage, InstanceConfigs, InstanceType, Region, Resources, SparkConfig } from "./catalog.js";
+import { CATALOG_ID } from "../../shared/ids.js";
 import { ObjectReader, checkUnique, fail } from "./json-reader.js";
 
 // The sections of the catalog that the configuration calls (ListConfigs, ListSparkConfigs) answer from. Both are
 // optional, so that an operator's catalog written for node pools alone still loads: the calls then list nothing.
 
 // Keys appear in other calls and in URLs: letters, digits and ". _ -" ("DGX2-MT", "a100.8gpu", "cpu.2C.8G").
-const KEY = { regex: /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, rule: "1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit" };
+const KEY = { regex: CATALOG_ID, rule: "1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit" };
 // A Kubernetes resource name, optionally with a DNS prefix ("cpu", "nvidia.com/gpu").
 const RESOURCE_NAME = { regex: /^([a-z0-9]([a-z0-9.-]*[a-z0-9])?\/)?[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$/, rule: "a Kubernetes resource name such as cpu or nvidia.com/gpu" };
 // A Kubernetes quantity as the platform writes them ("2", "500m", "8Gi").
