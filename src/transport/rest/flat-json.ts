@@ -29,7 +29,8 @@ interface FlatField {
 }
 
 export interface FlatJson {
-  // The message for a JSON object whose names checkJsonFields accepted, or undefined to leave it to fromJson.
+  // The message for a JSON object, or undefined to leave the object to checkJsonFields and fromJson: any other form
+  // of a value, and any unknown or repeated name, which they refuse with their own errors.
   read(json: JsonObject): Message | undefined;
   // The proto-JSON of a message of this type, or of the init object create() would make one of.
   write(message: object): JsonObject;
