@@ -1,6 +1,6 @@
 import type { NodePoolRecord } from "../compute/node-pools/node-pool-model.js";
 import type { TaskRecord } from "../compute/tasks/task-model.js";
-import type { TaskQueue } from "./task-queue.js";
+import type { FinishedTaskPruning, TaskQueue } from "./task-queue.js";
 
 // What starting a task on an existing pool decides: the pool as it should be stored and the new task.
 export interface PoolTaskStart {
@@ -33,7 +33,7 @@ export interface QueuedTasks {
   oldestCreatedAt: number | null;
 }
 
-export interface ComputeStore extends TaskQueue<TaskRecord> {
+export interface ComputeStore extends TaskQueue<TaskRecord>, FinishedTaskPruning {
   getNodePool(id: string): Promise<NodePoolRecord | null>;
   // The pools of a cluster, oldest first.
   listNodePools(serviceInstanceId: string, clusterId: string): Promise<NodePoolRecord[]>;

@@ -24,3 +24,11 @@ export interface TaskClaims<T extends QueuedTask> {
 }
 
 export interface TaskQueue<T extends QueuedTask> extends WorkerLiveness, TaskClaims<T> {}
+
+// What the task retention (src/compute/tasks/task-retention.ts) needs of each store of tasks.
+export interface FinishedTaskPruning {
+  // Deletes up to `limit` of the finished tasks (succeeded or failed) that finished before `before`, those that
+  // finished first first, and returns how many it deleted. An unfinished task is never deleted, whatever its age: a
+  // worker holds it or will, and its pool or vApp names it.
+  pruneFinishedTasks(before: number, limit: number): Promise<number>;
+}

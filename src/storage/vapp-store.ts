@@ -1,5 +1,5 @@
 import type { VAppRecord, VAppTaskRecord } from "../compute/vapps/vapp-model.js";
-import type { TaskClaims } from "./task-queue.js";
+import type { FinishedTaskPruning, TaskClaims } from "./task-queue.js";
 
 // What finishing a vApp task decides: the task in its final state and the vApp as it should be stored.
 export interface VAppTaskFinish {
@@ -13,7 +13,7 @@ export interface VAppTaskFinish {
 // - make claimTask atomic and finishTask conditional on the claim, as ComputeStore does; the workers' heartbeats are
 //   ComputeStore's (compute_workers), which a claim reads;
 // - keep each acknowledged write durable before the promise resolves.
-export interface VAppStore extends TaskClaims<VAppTaskRecord> {
+export interface VAppStore extends TaskClaims<VAppTaskRecord>, FinishedTaskPruning {
   // Stores a new vApp together with its creation task.
   createVApp(vapp: VAppRecord, task: VAppTaskRecord): Promise<void>;
   getVApp(id: string): Promise<VAppRecord | null>;

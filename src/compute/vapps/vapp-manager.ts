@@ -143,15 +143,15 @@ export class VAppManager {
     return template;
   }
 
-  async get(vappId: string): Promise<VAppWithTask> {
+  // The vApp with its creation task, or null for the task once the task retention deleted it (only a finished task
+  // is deleted, so the vApp reads as one whose task is done).
+  async get(vappId: string): Promise<{ vapp: VAppRecord; task: VAppTaskRecord | null }> {
     const v = new Violations();
     v.requiredId("vappId", vappId);
     v.throwIfAny();
     const vapp = await this.store.getVApp(vappId);
     if (vapp === null) throw vappNotFound(vappId);
-    const task = await this.store.getVAppTask(vapp.taskId);
-    if (task === null) throw new Error(`task ${vapp.taskId} of vApp ${vapp.id} is missing`);
-    return { vapp, task };
+    return { vapp, task: await this.store.getVAppTask(vapp.taskId) };
   }
 
   async getTask(taskId: string): Promise<VAppTaskRecord> {

@@ -31,8 +31,9 @@ export function templateToProto(t: TemplateRecord, site: string): VAppTemplate {
   });
 }
 
-// A vApp lists its creation task while that runs, as the virtualization API does.
-export function vappToProto(v: VAppRecord, task: VAppTaskRecord): VApp {
+// A vApp lists its creation task while that runs, as the virtualization API does. A task the retention deleted
+// (null) was finished, so it is not listed either.
+export function vappToProto(v: VAppRecord, task: VAppTaskRecord | null): VApp {
   return create(VAppSchema, {
     id: v.id,
     name: v.name,
@@ -44,7 +45,7 @@ export function vappToProto(v: VAppRecord, task: VAppTaskRecord): VApp {
     deployed: v.deployed,
     createdBy: v.createdBy,
     createdAt: timestampFromMs(v.createdAt),
-    tasks: isVAppTaskDone(task.status) ? [] : [vappTaskToProto(task)],
+    tasks: task === null || isVAppTaskDone(task.status) ? [] : [vappTaskToProto(task)],
   });
 }
 

@@ -232,6 +232,14 @@ const migrations: { version: number; sql: string }[] = [
       CREATE INDEX kms_keys_gone_by_parent ON kms_keys (parent_id, gone_at) WHERE gone_at IS NOT NULL;
     `,
   },
+  {
+    // Finished tasks by the time they finished, for the task retention, as on the embedded store (its migration 9).
+    version: 9,
+    sql: `
+      CREATE INDEX compute_tasks_finished ON compute_tasks (modified_at) WHERE status IN ('SUCCEEDED', 'FAILED');
+      CREATE INDEX vapp_tasks_finished ON vapp_tasks (ended_at) WHERE status IN ('success', 'error');
+    `,
+  },
 ];
 
 // Runs the migrations not yet applied, each in its own transaction. The caller holds the start-up advisory lock

@@ -142,6 +142,17 @@ export class PostgresComputeStore implements ComputeStore {
     await announce(this.pool, changeOf.taskStored());
   }
 
+  // As on the embedded store (sqlite-compute-store.ts). Every server sweeps; two deleting the same rows at once delete
+  // each once, and neither waits on a claim or a finish, which lock only unfinished tasks.
+  async pruneFinishedTasks(before: number, limit: number): Promise<number> {
+    const result = await this.pool.query(
+      `DELETE FROM compute_tasks WHERE seq IN (
+         SELECT seq FROM compute_tasks WHERE status IN ('SUCCEEDED', 'FAILED') AND modified_at < $1 ORDER BY modified_at LIMIT $2)`,
+      [before, limit],
+    );
+    return result.rowCount ?? 0;
+  }
+
   async claimTask(workerId: string, now: number, staleBefore: number): Promise<TaskRecord | null> {
     const row = await claimOldest<TaskRow>(this.pool, CLAIM, workerId, now, staleBefore);
     return row === null ? null : taskFromRow(row);

@@ -56,6 +56,16 @@ export class PostgresVAppStore implements VAppStore {
     return row === null ? null : vappTaskFromRow(row);
   }
 
+  // As on the embedded store (sqlite-vapp-store.ts): the vApp keeps its task_id.
+  async pruneFinishedTasks(before: number, limit: number): Promise<number> {
+    const result = await this.pool.query(
+      `DELETE FROM vapp_tasks WHERE seq IN (
+         SELECT seq FROM vapp_tasks WHERE status IN ('success', 'error') AND ended_at < $1 ORDER BY ended_at LIMIT $2)`,
+      [before, limit],
+    );
+    return result.rowCount ?? 0;
+  }
+
   async finishVAppTask(
     taskId: string,
     workerId: string,

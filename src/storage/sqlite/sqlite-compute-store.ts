@@ -44,6 +44,11 @@ export class SqliteComputeStore implements ComputeStore {
       taskQueue: db.prepare(
         "SELECT status, COUNT(*) AS count, MIN(created_at) AS oldest FROM compute_tasks WHERE status IN ('PENDING', 'RUNNING') GROUP BY status",
       ),
+      // Through the partial index of finished tasks (migration 9): a sweep that finds nothing reads one entry.
+      pruneFinished: db.prepare(
+        `DELETE FROM compute_tasks WHERE seq IN (
+           SELECT seq FROM compute_tasks WHERE status IN ('SUCCEEDED', 'FAILED') AND modified_at < ? ORDER BY modified_at LIMIT ?)`,
+      ),
       getTask: db.prepare("SELECT * FROM compute_tasks WHERE id = ?"),
       claimedTask: db.prepare("SELECT * FROM compute_tasks WHERE id = ? AND status = 'RUNNING' AND claimed_by = ?"),
       listTasks: db.prepare("SELECT * FROM compute_tasks WHERE service_instance_id = ? ORDER BY seq DESC LIMIT ? OFFSET ?"),
@@ -145,6 +150,12 @@ export class SqliteComputeStore implements ComputeStore {
       queue[row.status] = { count: row.count, oldestCreatedAt: row.oldest };
     }
     return queue;
+  }
+
+  // A finished task's modified_at is when it finished, and nothing else points at it: a pool names only its
+  // unfinished task (activeTaskId), and a finish releases the worker's claim.
+  async pruneFinishedTasks(before: number, limit: number): Promise<number> {
+    return this.stmt.pruneFinished.run(before, limit).changes;
   }
 
   async claimTask(workerId: string, now: number, staleBefore: number): Promise<TaskRecord | null> {

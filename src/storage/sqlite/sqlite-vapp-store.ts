@@ -31,6 +31,11 @@ export class SqliteVAppStore implements VAppStore {
       finishTask: db.prepare(
         "UPDATE vapp_tasks SET status = @status, ended_at = @ended_at, failure = @failure, claimed_by = NULL WHERE id = @id",
       ),
+      // Through the partial index of finished tasks (migration 9): a sweep that finds nothing reads one entry.
+      pruneFinished: db.prepare(
+        `DELETE FROM vapp_tasks WHERE seq IN (
+           SELECT seq FROM vapp_tasks WHERE status IN ('success', 'error') AND ended_at < ? ORDER BY ended_at LIMIT ?)`,
+      ),
       getTask: db.prepare("SELECT * FROM vapp_tasks WHERE id = ?"),
       claimedTask: db.prepare("SELECT * FROM vapp_tasks WHERE id = ? AND status = 'running' AND claimed_by = ?"),
       // As the node pool queue's claim (sqlite-compute-store.ts), one statement picks the task and marks it ours. A
@@ -73,6 +78,12 @@ export class SqliteVAppStore implements VAppStore {
   async claimTask(workerId: string, _now: number, staleBefore: number): Promise<VAppTaskRecord | null> {
     const row = this.stmt.claimTask.get({ worker: workerId, stale_before: staleBefore }) as VAppTaskRow | undefined;
     return row === undefined ? null : vappTaskFromRow(row);
+  }
+
+  // The vApp keeps the id of its creation task (task_id) after the task is deleted; VAppManager.get reads a missing
+  // task as a finished one.
+  async pruneFinishedTasks(before: number, limit: number): Promise<number> {
+    return this.stmt.pruneFinished.run(before, limit).changes;
   }
 
   async finishVAppTask(
