@@ -35,8 +35,9 @@ const specs = {
   logLevel: { flag: "log-level", env: "LOG_LEVEL", description: "trace, debug, info, warn, error or fatal", default: "info" },
   destroyGraceSeconds: { flag: "destroy-grace-seconds", env: "DESTROY_GRACE_SECONDS", description: "time between destroying a key version and erasing its material", default: String(30 * 24 * 3600) },
   minRotationSeconds: { flag: "min-rotation-seconds", env: "MIN_ROTATION_SECONDS", description: "shortest rotation period a key may have", default: String(24 * 3600) },
-  sweepIntervalSeconds: { flag: "sweep-interval-seconds", env: "SWEEP_INTERVAL_SECONDS", description: "how often due destructions and rotations are carried out, and audit records past their retention deleted", default: "10" },
+  sweepIntervalSeconds: { flag: "sweep-interval-seconds", env: "SWEEP_INTERVAL_SECONDS", description: "how often due destructions and rotations are carried out, and audit records and finished tasks past their retention deleted", default: "10" },
   auditRetentionSeconds: { flag: "audit-retention-seconds", env: "AUDIT_RETENTION_SECONDS", description: "how long audit records are kept: older ones are deleted at start and at every --sweep-interval-seconds; 0 keeps them forever (the trail then grows by about 60 bytes a call until the operator deletes with cloudplane-admin audit prune)", default: String(90 * 24 * 3600) },
+  taskRetentionSeconds: { flag: "task-retention-seconds", env: "TASK_RETENTION_SECONDS", description: "how long finished node pool and vApp tasks are kept, counted from when they finished: older ones are deleted at start and at every --sweep-interval-seconds (GetTask then answers NOT_FOUND, as for a task that never existed); unfinished tasks are never deleted; 0 keeps them forever (the tasks tables then grow by a row a change)", default: String(30 * 24 * 3600) },
   keyCacheSize: { flag: "key-cache-size", env: "KEY_CACHE_SIZE", description: "keys kept in memory, with their unwrapped material and metadata", default: "100000" },
   shutdownTimeoutSeconds: { flag: "shutdown-timeout-seconds", env: "SHUTDOWN_TIMEOUT_SECONDS", description: "how long SIGTERM waits for in-flight calls", default: "30" },
   corsAllowedOrigins: { flag: "cors-allowed-origins", env: "CORS_ALLOWED_ORIGINS", description: "comma-separated browser origins whose pages may call the API, e.g. the web console's, written as browsers send them: http or https://host[:port], lower case, no default port, nothing after (https://console.example.com); * for any. Anything else is refused at start. None by default, so no other site's page can use a browser's access", default: "" },
@@ -80,6 +81,7 @@ export interface Config {
   minRotationMs: number;
   sweepIntervalMs: number;
   auditRetentionMs: number;
+  taskRetentionMs: number;
   keyCacheSize: number;
   shutdownTimeoutMs: number;
   corsAllowedOrigins: string[];
@@ -286,6 +288,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config | "he
     minRotationMs: integer("minRotationSeconds", raw("minRotationSeconds"), 1, 100 * 365 * 24 * 3600) * 1000,
     sweepIntervalMs: integer("sweepIntervalSeconds", raw("sweepIntervalSeconds"), 1, 24 * 3600) * 1000,
     auditRetentionMs: integer("auditRetentionSeconds", raw("auditRetentionSeconds"), 0, 100 * 365 * 24 * 3600) * 1000,
+    taskRetentionMs: integer("taskRetentionSeconds", raw("taskRetentionSeconds"), 0, 100 * 365 * 24 * 3600) * 1000,
     keyCacheSize: integer("keyCacheSize", raw("keyCacheSize"), 1, 100_000_000),
     shutdownTimeoutMs: integer("shutdownTimeoutSeconds", raw("shutdownTimeoutSeconds"), 0, 3600) * 1000,
     corsAllowedOrigins: originList(raw("corsAllowedOrigins")),

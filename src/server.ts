@@ -9,6 +9,7 @@ import type { NodeRequest, NodeResponse } from "./transport/node-types.js";
 import type { Logger } from "pino";
 import { loadCatalog } from "./compute/catalog/load-catalog.js";
 import { computeJsonRegistry, createComputeModule } from "./compute/compute-module.js";
+import { TaskRetention } from "./compute/tasks/task-retention.js";
 import type { Config } from "./config.js";
 import { createCryptoHandlers } from "./kms/crypto-handlers.js";
 import { KeyCache } from "./kms/key-cache.js";
@@ -129,6 +130,7 @@ async function assemble(config: Config, logger: Logger, options: BuildOptions, c
     providerDelayMs: config.providerDelayMs,
     taskConcurrency: config.taskConcurrency,
   });
+  const taskRetention = new TaskRetention({ nodePools: storage.compute, vapps: storage.vapps }, clock, config.taskRetentionMs, config.sweepIntervalMs, logger);
 
   const identityStore = storage.identity;
   const authenticator = new Authenticator(identityStore, clock, {
@@ -404,6 +406,7 @@ async function assemble(config: Config, logger: Logger, options: BuildOptions, c
           server.off("error", reject);
           sweeper.start();
           auditRetention.start();
+          taskRetention.start();
           compute.start();
           accessWatcher.start();
           const address = server.address();
@@ -453,6 +456,7 @@ async function assemble(config: Config, logger: Logger, options: BuildOptions, c
       await audit.flush();
       await sweeper.stop();
       await auditRetention.stop();
+      await taskRetention.stop();
       await computeStopped;
       await limiter.close();
       await storage.close();
