@@ -448,6 +448,22 @@ describe.each(backends)("$name store", (backend) => {
       await storage.compute.finishTask("t2", "w1", (t) => ({ task: { ...t, status: "SUCCEEDED" }, pool: null }));
       expect(await storage.compute.getNodePool("p1")).toBeNull();
     });
+
+    it("pruneFinishedTasks deletes finished tasks by the time they finished, first finished first, at most the limit; never an unfinished one", async () => {
+      await storage.compute.createNodePool(pool("p1", { activeTaskId: null }), task("t1", "p1", { status: "SUCCEEDED", modifiedAt: T + 3 }));
+      await storage.compute.createNodePool(pool("p2", { activeTaskId: null }), task("t2", "p2", { status: "FAILED", modifiedAt: T + 1, failure: { kind: "internal" } }));
+      await storage.compute.createNodePool(pool("p3", { activeTaskId: null }), task("t3", "p3", { status: "SUCCEEDED", modifiedAt: T + 5 }));
+      await storage.compute.createNodePool(pool("p4"), task("p4-pending", "p4", { status: "PENDING", createdAt: T - 1000, modifiedAt: T - 1000 }));
+      await storage.compute.createNodePool(pool("p5"), task("p5-running", "p5", { status: "RUNNING", createdAt: T - 1000, modifiedAt: T - 1000 }));
+      expect(await storage.compute.pruneFinishedTasks(T + 4, 1)).toBe(1);
+      expect(await storage.compute.getTask("t2")).toBeNull();
+      expect(await storage.compute.pruneFinishedTasks(T + 4, 10)).toBe(1);
+      expect(await storage.compute.pruneFinishedTasks(T + 4, 10)).toBe(0);
+      expect((await storage.compute.listTasks("vdc-a", null, { limit: 10, offset: 0 })).map((t) => t.id)).toEqual(["p5-running", "p4-pending", "t3"]);
+      // Every pool stays; a claim still finds the unfinished tasks.
+      expect((await storage.compute.listNodePools("vdc-a", "cl-a")).map((p) => p.id)).toEqual(["p1", "p2", "p3", "p4", "p5"]);
+      expect((await storage.compute.claimTask("w1", T, T))!.id).toBe("p4-pending");
+    });
   });
 
   describe("VAppStore", () => {
@@ -516,6 +532,25 @@ describe.each(backends)("$name store", (backend) => {
       expect(await storage.vapps.getVAppTask("task-v1")).toMatchObject({ status: "success", endedAt: T + 7000 });
       // A finished task is claimed by nobody.
       expect(await storage.vapps.claimTask("w2", T + 8000, T + 1000)).toBeNull();
+    });
+
+    it("pruneFinishedTasks deletes finished tasks by endedAt, first ended first, at most the limit; never a running or queued one; the vApp stays", async () => {
+      const made = [
+        { v: vapp("v1"), over: { status: "success" as const, endedAt: T + 3 } },
+        { v: vapp("v2"), over: { status: "error" as const, endedAt: T + 1, failure: { kind: "internal" as const } } },
+        { v: vapp("v3"), over: { status: "success" as const, endedAt: T + 5 } },
+        { v: vapp("v4"), over: { status: "running" as const, createdAt: T - 1000 } },
+        { v: vapp("v5"), over: { status: "queued" as const, createdAt: T - 1000 } },
+      ];
+      for (const { v, over } of made) await storage.vapps.createVApp(v, { ...vappTask(v), ...over });
+      expect(await storage.vapps.pruneFinishedTasks(T + 4, 1)).toBe(1);
+      expect(await storage.vapps.getVAppTask("task-v2")).toBeNull();
+      expect(await storage.vapps.pruneFinishedTasks(T + 4, 10)).toBe(1);
+      expect(await storage.vapps.pruneFinishedTasks(T + 4, 10)).toBe(0);
+      const left = [];
+      for (const { v } of made) if ((await storage.vapps.getVAppTask(v.taskId)) !== null) left.push(v.taskId);
+      expect(left).toEqual(["task-v3", "task-v4", "task-v5"]);
+      expect(await storage.vapps.getVApp("v1")).toEqual(vapp("v1"));
     });
   });
 
