@@ -111,8 +111,13 @@ export class ConfigError extends Error {}
 
 const logLevels = ["trace", "debug", "info", "warn", "error", "fatal", "silent"];
 
+// Decimal digits only: Number() also reads "" and " " as 0, "1e3", "0x10" and " 30 ". An empty setting (an
+// environment variable set to nothing, as `PORT=${PORT}` leaves one in a compose file) is refused, not read as 0:
+// that made AUDIT_RETENTION_SECONDS="" keep the trail forever and PORT="" listen on a random port.
+const DECIMAL = /^-?[0-9]+$/;
+
 function integer(name: keyof typeof specs, raw: string, min: number, max: number): number {
-  const n = Number(raw);
+  const n = DECIMAL.test(raw) ? Number(raw) : NaN;
   if (!Number.isInteger(n) || n < min || n > max) {
     throw new ConfigError(`--${specs[name].flag} (${specs[name].env}) must be an integer from ${min} to ${max}, got "${raw}"`);
   }

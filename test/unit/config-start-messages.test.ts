@@ -29,6 +29,19 @@ describe("timeouts", () => {
     expect(refusal(env)).toBe(message);
   });
 
+  // Number() read "" as 0 and took "1e1", "0x10" and " 30 ": an empty AUDIT_RETENTION_SECONDS kept the trail forever,
+  // an empty PORT listened on a random port.
+  it.each(["", " ", " 30", "1e1", "0x10", "30.0"])("an integer setting of %j is refused, not read as a number", (value) => {
+    expect(refusal({ REQUEST_TIMEOUT_SECONDS: value })).toBe(`--request-timeout-seconds (REQUEST_TIMEOUT_SECONDS) must be an integer from 1 to 3600, got "${value}"`);
+    expect(refusal({ AUDIT_RETENTION_SECONDS: value })).toBe(`--audit-retention-seconds (AUDIT_RETENTION_SECONDS) must be an integer from 0 to 3153600000, got "${value}"`);
+    expect(refusal({ PORT: value })).toMatch(/^--port \(PORT\) must be an integer from \d+ to 65535, got /);
+  });
+
+  it("a decimal integer is read as before, leading zeros and all", () => {
+    const loaded = loadConfig([], { REQUEST_TIMEOUT_SECONDS: "045", AUDIT_RETENTION_SECONDS: "0" });
+    expect(loaded !== "help" && [loaded.requestTimeoutMs, loaded.auditRetentionMs]).toEqual([45_000, 0]);
+  });
+
   it("are compared once both are valid, with both values", () => {
     expect(refusal({ HEADERS_TIMEOUT_SECONDS: "40" })).toBe(
       "--headers-timeout-seconds (HEADERS_TIMEOUT_SECONDS, 40) must not be longer than --request-timeout-seconds (REQUEST_TIMEOUT_SECONDS, 30): a request's head is part of the request",
