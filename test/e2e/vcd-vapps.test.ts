@@ -218,3 +218,30 @@ describe("POST /api/vdc/<id>/action/instantiateVAppTemplate", () => {
     expect(refused.headers.get("x-stage")).toBe("seen");
   });
 });
+
+// Last, so that the vApps it makes come after those the tests above look for.
+describe("hrefs under any form of the Host", () => {
+  // The hrefs carry the Host as sent; the Source check compared it as text with the href's normalised host, so
+  // "x.example:443" (and an IP literal or a percent-encoding) refused the server's own template href (a probe).
+  it("takes back the template href it gave under any valid Host, the default port included", async () => {
+    const withHost = (host: string, method: string, path: string, body?: string): Promise<{ status: number; text: string }> =>
+      new Promise((resolve, reject) => {
+        const headers: Record<string, string> = { authorization: `Bearer ${server.token}`, accept: ACCEPT, host };
+        if (body !== undefined) Object.assign(headers, { "content-type": "application/vnd.vmware.vcloud.instantiateVAppTemplateParams+xml", "content-length": String(Buffer.byteLength(body)) });
+        const req = http.request(`${server.url}${path}`, { method, headers }, (res) => {
+          let text = "";
+          res.on("data", (chunk: Buffer) => (text += chunk.toString()));
+          res.on("end", () => resolve({ status: res.statusCode ?? 0, text }));
+        });
+        req.on("error", reject);
+        req.end(body);
+      });
+    for (const [i, host] of ["x.example:443", "X.Example", "x.example:0443", "%78.example", "[0:0::1]", "127.000.0.1"].entries()) {
+      const listed = await withHost(host, "GET", `/api/query?type=vAppTemplate&filter=${encodeURIComponent("name==ubuntu*")}`);
+      const href = /<VAppTemplateRecord [^>]*href="([^"]+)"/.exec(listed.text)?.[1];
+      expect(href, host).toBe(`https://${host}/api/vAppTemplate/vappTemplate-${UBUNTU}`);
+      const made = await withHost(host, "POST", `/api/vdc/${MOSCOW}/action/instantiateVAppTemplate`, instantiateParams({ name: `host-form-${i}`, source: href! }));
+      expect(made.status, `${host}: ${made.text}`).toBe(201);
+    }
+  });
+});

@@ -125,7 +125,7 @@ export class VAppManager {
     let id = source;
     if (source.includes("/")) {
       const url = URL.canParse(source) ? new URL(source) : null;
-      if (url === null || url.protocol !== "https:" || url.host.toLowerCase() !== site.toLowerCase() || !url.pathname.startsWith(TEMPLATE_PATH) || url.search !== "") {
+      if (url === null || url.protocol !== "https:" || url.host !== hostOf(site) || !url.pathname.startsWith(TEMPLATE_PATH) || url.search !== "") {
         bad.push({ field: "source", description: `${JSON.stringify(source)} is not a vApp template href of this site: https://${site}${TEMPLATE_PATH}<id>` });
         return null;
       }
@@ -209,4 +209,12 @@ function checkDescription(v: Violations, description: string): void {
   else if ([...description].some((c) => c !== "\t" && c !== "\n" && c !== "\r" && isControl(c.charCodeAt(0)))) {
     v.add("description", "must not hold control characters other than tab and line ends");
   }
+}
+
+// The site's host as an https URL's host reads: lower case, without the default port 443, percent-encodings and IP
+// literals in their canonical form. The hrefs this server writes carry the Host the caller sent as it was sent
+// ("x.example:443"); compared as text with the URL's host ("x.example"), such an href of our own was refused.
+function hostOf(site: string): string {
+  const text = `https://${site}/`;
+  return URL.canParse(text) ? new URL(text).host : site.toLowerCase();
 }
