@@ -168,6 +168,9 @@ describe("JSON body", () => {
     expectRejected(send("PATCH", "/v1/keys/k1", '{"key":5}'), "REQUEST_INVALID", "key");
     // Never echo what was sent: it may be plaintext.
     expect(rejection(send("POST", "/v1/encrypt", '{"plaintext":"not base64!"}')).message).not.toContain("not base64");
+    // Characters beyond Latin-1 whose low byte is a base64 letter were decoded by it: "ŁŁŁŁ" as three zero bytes.
+    expectRejected(send("POST", "/v1/encrypt", '{"plaintext":"ŁŁŁŁ"}'), "REQUEST_INVALID", "plaintext");
+    expectRejected(send("POST", "/v1/decrypt", '{"keyId":"k","ciphertext":"AAAA","additionalAuthenticatedData":"řWFk"}'), "REQUEST_INVALID", "additionalAuthenticatedData");
   });
 
   test("a field given twice, or two members of a oneof", () => {

@@ -20,6 +20,10 @@ import { hasCustomJsonRepresentation } from "@bufbuild/protobuf/wkt";
 export function decodePlainBase64(text: string): Uint8Array | undefined {
   const len = text.length;
   if ((len & 3) === 1) return undefined;
+  // Only ASCII: Node's decoder reads a character above U+00FF by its low byte, so "Ł" (U+0141) was read as "A", and
+  // REST encrypted bytes the caller never sent where protobuf-es refuses the string (a probe). A UTF-8 length equal
+  // to the string's holds exactly for ASCII, and Node counts it natively.
+  if (Buffer.byteLength(text, "utf8") !== len) return undefined;
   // protobuf-es's size: three bytes per four characters, less one per padding character.
   let size = len - ((len + 3) >> 2);
   if ((len & 3) === 0 && text.charCodeAt(len - 1) === 61) size -= text.charCodeAt(len - 2) === 61 ? 2 : 1;
