@@ -139,7 +139,8 @@ describe("the request target and Host header (RFC 9112 3.2)", () => {
   });
 
   test("an absolute target that is not an http URI with a host is 400 PROTOCOL_ERROR in JSON", async () => {
-    for (const target of ["ftp://example.test/v1/keys/k", "http:///v1/keys/k", "http://user@example.test/v1/keys/k"]) {
+    // The authority takes the Host header's place, and is held to its form: "http://a:b:c/..." put a:b:c in every href.
+    for (const target of ["ftp://example.test/v1/keys/k", "http:///v1/keys/k", "http://user@example.test/v1/keys/k", "http://a:b:c/v1/keys/k", "http://a%zz/v1/keys/k", "http://[::1/v1/keys/k"]) {
       const answer = await rawRequest(server.port, `GET ${target} HTTP/1.1\r\nHost: example.test\r\nx-request-id: target-1\r\n\r\n`);
       expect(answer.status).toBe(400);
       expect(answer.headers["content-type"]).toBe("application/json");
@@ -176,6 +177,10 @@ describe("the request target and Host header (RFC 9112 3.2)", () => {
       expect(answer.headers.connection).toBe("close");
       expect(refusal(Buffer.from(answer.body))).toEqual(protocolRefusal("kms", BAD_HOST));
     }
+    // HTTP/1.0 needs no Host, but one it sends goes into hrefs all the same.
+    const old = await rawRequest(server.port, `GET /v1/keys/${keyId} HTTP/1.0\r\nHost: a b\r\nAuthorization: Bearer ${server.token}\r\n\r\n`);
+    expect(old.status).toBe(400);
+    expect(refusal(Buffer.from(old.body))).toEqual(protocolRefusal("kms", BAD_HOST));
     for (const host of ["", "example.test", "example.test:8080", "127.0.0.1:1", "[::1]:443", "xn--hst-qla.test"]) {
       const answer = await rawRequest(server.port, `GET /v1/keys/${keyId} HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${server.token}\r\nConnection: close\r\n\r\n`);
       expect(answer.status, host).toBe(200);

@@ -4,6 +4,7 @@ import { requestIdOf } from "../../pipeline/call.js";
 import type { NodeRequest, NodeResponse } from "../node-types.js";
 import { absoluteForm } from "./absolute-form.js";
 import { refusalAnswer } from "./parser-refusals.js";
+import { isHostAndPort } from "./uri-host.js";
 import type { RouteTable } from "./route-table.js";
 
 // The request target and Host header of an HTTP/1.1 request, as RFC 9112 section 3.2 has them, checked before
@@ -17,7 +18,8 @@ import type { RouteTable } from "./route-table.js";
 //   refusal of a missing one (`requireHostHeader`) is a 400 with no body, and the TLS server's HTTP/1.1 does not
 //   check it at all; here it is the JSON google.rpc.Status every REST refusal is (docs/callers.md), the
 //   virtualization API's Error document under `/api/`, and the connection is closed.
-// HTTP/2 requests carry `:path` and `:authority`, which Node checks itself; HTTP/1.0 needs no Host.
+// HTTP/2 requests carry `:path` and `:authority`, which Node checks itself; HTTP/1.0 needs no Host, but one it sends
+// is held to the same form.
 //
 // Rewrites an absolute-form target in place; returns true when it answered the request with a refusal.
 export function refuseRequestTarget(req: NodeRequest, res: NodeResponse, routes: RouteTable): boolean {
@@ -29,12 +31,14 @@ export function refuseRequestTarget(req: NodeRequest, res: NodeResponse, routes:
     target = absoluteForm(url);
     if (target === null) problem = "the request target must be a path, or an absolute http or https URI with a host (RFC 9112, section 3.2)";
   }
-  if (problem === null && req.httpVersionMinor >= 1) {
+  if (problem === null) {
     const hosts = hostHeaderCount(req.rawHeaders);
-    if (hosts === 0) problem = "an HTTP/1.1 request must have a Host header (RFC 9112, section 3.2)";
-    else if (hosts > 1) problem = "an HTTP/1.1 request must have one Host header, not several (RFC 9112, section 3.2)";
+    if (hosts === 0 && req.httpVersionMinor >= 1) problem = "an HTTP/1.1 request must have a Host header (RFC 9112, section 3.2)";
+    else if (hosts > 1 && req.httpVersionMinor >= 1) problem = "an HTTP/1.1 request must have one Host header, not several (RFC 9112, section 3.2)";
     // An absolute-form target's authority stands for the Host header, which is ignored then.
-    else if (target === null && !HOST.test(req.headers.host ?? "")) problem = "the Host header must be a host name or address, with an optional port (RFC 9110, section 7.2)";
+    else if (hosts > 0 && target === null && !isHostAndPort(req.headers.host ?? "")) {
+      problem = "the Host header must be a host name or address, with an optional port (RFC 9110, section 7.2)";
+    }
   }
   if (target !== null) {
     req.url = target.path;
@@ -52,10 +56,6 @@ export function refuseRequestTarget(req: NodeRequest, res: NodeResponse, routes:
   out.end(body);
   return true;
 }
-
-// RFC 3986's host (an IP literal in brackets, or a reg-name, which includes IPv4 addresses, made of unreserved
-// characters, sub-delims and percent-encodings) and an optional port; brackets are not checked for IPv6's own form.
-const HOST = /^(?:\[[0-9A-Za-z._~!$&'()*+,;=:%-]+\]|(?:[0-9A-Za-z._~!$&'()*+,;=-]|%[0-9A-Fa-f]{2})*)(?::[0-9]*)?$/;
 
 function hostHeaderCount(raw: readonly string[]): number {
   let count = 0;
