@@ -111,10 +111,11 @@ export class ConfigError extends Error {}
 
 const logLevels = ["trace", "debug", "info", "warn", "error", "fatal", "silent"];
 
-// Decimal digits only: Number() also reads "" and " " as 0, "1e3", "0x10" and " 30 ". An empty setting (an
+// Decimal digits only (a minus sign before a number other than 0): Number() also reads "" and " " as 0, and "1e3",
+// "0x10" and " 30 "; "-0" would pass a minimum of 0 and start a server on a random port. An empty setting (an
 // environment variable set to nothing, as `PORT=${PORT}` leaves one in a compose file) is refused, not read as 0:
 // that made AUDIT_RETENTION_SECONDS="" keep the trail forever and PORT="" listen on a random port.
-const DECIMAL = /^-?[0-9]+$/;
+const DECIMAL = /^(?:[0-9]+|-[1-9][0-9]*)$/;
 
 function integer(name: keyof typeof specs, raw: string, min: number, max: number): number {
   const n = DECIMAL.test(raw) ? Number(raw) : NaN;

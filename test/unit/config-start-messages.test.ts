@@ -31,7 +31,7 @@ describe("timeouts", () => {
 
   // Number() read "" as 0 and took "1e1", "0x10" and " 30 ": an empty AUDIT_RETENTION_SECONDS kept the trail forever,
   // an empty PORT listened on a random port.
-  it.each(["", " ", " 30", "1e1", "0x10", "30.0"])("an integer setting of %j is refused, not read as a number", (value) => {
+  it.each(["", " ", " 30", "1e1", "0x10", "30.0", "-0", "+30"])("an integer setting of %j is refused, not read as a number", (value) => {
     expect(refusal({ REQUEST_TIMEOUT_SECONDS: value })).toBe(`--request-timeout-seconds (REQUEST_TIMEOUT_SECONDS) must be an integer from 1 to 3600, got "${value}"`);
     expect(refusal({ AUDIT_RETENTION_SECONDS: value })).toBe(`--audit-retention-seconds (AUDIT_RETENTION_SECONDS) must be an integer from 0 to 3153600000, got "${value}"`);
     expect(refusal({ PORT: value })).toMatch(/^--port \(PORT\) must be an integer from \d+ to 65535, got /);
