@@ -175,6 +175,9 @@ describe("JSON body", () => {
 
   test("a field given twice, or two members of a oneof", () => {
     expectRejected(send("POST", "/v1/encrypt", '{"keyId":"a","key_id":"b"}'), "REQUEST_INVALID", "key_id");
+    // One name twice: JSON.parse kept the last, as Connect's JSON (protobuf-es's fromJsonString) does not.
+    expect(rejection(send("POST", "/v1/encrypt", '{"keyId":"a","keyId":"b"}'))).toMatchObject({ reason: "MALFORMED_BODY", message: 'the request body has member "keyId" twice in one object' });
+    expect(rejection(send("PATCH", "/v1/keys/k1", '{"key":{"name":"a","na\\u006de":"b"}}'))).toMatchObject({ reason: "MALFORMED_BODY", message: 'the request body has member "name" twice in one object' });
     expectRejected(send("PATCH", "/v1/shelves/s/items/i", '{"byEmail":"a","byPhone":"b"}'), "REQUEST_INVALID", "item.byPhone");
   });
 

@@ -3,6 +3,7 @@ import { equals, fromJson } from "@bufbuild/protobuf";
 import type { DescField, DescMessage, JsonObject, JsonValue, Message } from "@bufbuild/protobuf";
 import { reflect } from "@bufbuild/protobuf/reflect";
 import type { ReflectMessage } from "@bufbuild/protobuf/reflect";
+import { quoted } from "../../errors/caller-text.js";
 import { smallestBoundOf } from "../../pipeline/message-limits.js";
 import { UnknownJsonField, countJson } from "../limits/json-count.js";
 import { textToJson } from "./field-path.js";
@@ -11,6 +12,7 @@ import { describeExpected } from "./field-description.js";
 import { flatJsonOf } from "./flat-json.js";
 import { bytesFieldsOf, decodePlainBase64 } from "./json-bytes.js";
 import { checkJsonFields, findInvalidValue, isJsonObject, unknownField } from "./json-check.js";
+import { duplicateMemberOf } from "./json-duplicates.js";
 import { queryToJson } from "./query-params.js";
 import { LimitsExceeded, badRequest } from "./rest-errors.js";
 import type { RestRoute } from "./route-table.js";
@@ -100,13 +102,18 @@ function parseBody(req: RequestParts): JsonValue | undefined {
   const field = binding.kind === "field" ? binding.field : undefined;
   const small = req.body.length < 2 * (smallestBoundOf(req.route.entry.limits) + 1);
   if (!small) countElements(req.route, req.body, field);
+  const text = utf8.decode(req.body);
+  let parsed: JsonValue;
   try {
-    return JSON.parse(utf8.decode(req.body)) as JsonValue;
+    parsed = JSON.parse(text) as JsonValue;
   } catch {
     if (small) countElements(req.route, req.body, field);
     // The parser's message quotes the input, which may be plaintext; say only what is wrong.
     throw badRequest("MALFORMED_BODY", "", "the request body is not valid JSON");
   }
+  const twice = duplicateMemberOf(text);
+  if (twice !== undefined) throw badRequest("MALFORMED_BODY", "", `the request body has member ${quoted(twice)} twice in one object`);
+  return parsed;
 }
 
 // Whether the body is only what String.prototype.trim removes. Most bodies start with an ASCII character that is not
