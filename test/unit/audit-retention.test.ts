@@ -1,4 +1,3 @@
-import { PassThrough } from "node:stream";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { AuditRetention, PRUNE_PIECE, pruneAuditTrail } from "../../src/identity/audit-retention.js";
 import type { AuditRecord } from "../../src/identity/identity-model.js";
@@ -7,27 +6,13 @@ import { openSqliteStorage } from "../../src/storage/sqlite/sqlite-storage.js";
 import type { Storage } from "../../src/storage/storage.js";
 import type { AuditStore } from "../../src/storage/identity-store.js";
 import { FakeClock } from "../support/fake-clock.js";
+import { logLines } from "../support/log-lines.js";
 import { tempDir } from "../support/temp-dir.js";
 
 const DAY = 24 * 3600 * 1000;
 
 function record(at: number): AuditRecord {
   return { at, principal: "principal-a", method: "kms.v1.KeyManagerService/Encrypt", protocol: "grpc", scope: "kms-namespace:ns", resource: "/v1/keys/k1", code: 0, requestId: `r${at}` };
-}
-
-function logLines(): { logger: ReturnType<typeof createLogger>; lines: () => Record<string, unknown>[] } {
-  const sink = new PassThrough();
-  const chunks: string[] = [];
-  sink.on("data", (chunk: Buffer) => chunks.push(chunk.toString()));
-  return {
-    logger: createLogger("info", sink),
-    lines: () =>
-      chunks
-        .join("")
-        .split("\n")
-        .filter((l) => l !== "")
-        .map((l) => JSON.parse(l) as Record<string, unknown>),
-  };
 }
 
 // The real embedded store, with its prune calls counted.

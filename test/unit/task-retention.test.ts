@@ -1,4 +1,3 @@
-import { PassThrough } from "node:stream";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import type { NodePoolRecord } from "../../src/compute/node-pools/node-pool-model.js";
 import { TASK_PRUNE_PIECE, TaskRetention, pruneFinishedTasks } from "../../src/compute/tasks/task-retention.js";
@@ -10,6 +9,7 @@ import { openSqliteStorage } from "../../src/storage/sqlite/sqlite-storage.js";
 import type { Storage } from "../../src/storage/storage.js";
 import type { FinishedTaskPruning } from "../../src/storage/task-queue.js";
 import { FakeClock } from "../support/fake-clock.js";
+import { logLines } from "../support/log-lines.js";
 import { tempDir } from "../support/temp-dir.js";
 
 // The task retention on the real embedded store, with a fake clock: finished tasks of both kinds are deleted once
@@ -17,21 +17,6 @@ import { tempDir } from "../support/temp-dir.js";
 
 const DAY = 24 * 3600 * 1000;
 const RETENTION = 30 * DAY;
-
-function logLines(): { logger: ReturnType<typeof createLogger>; lines: () => Record<string, unknown>[] } {
-  const sink = new PassThrough();
-  const chunks: string[] = [];
-  sink.on("data", (chunk: Buffer) => chunks.push(chunk.toString()));
-  return {
-    logger: createLogger("info", sink),
-    lines: () =>
-      chunks
-        .join("")
-        .split("\n")
-        .filter((l) => l !== "")
-        .map((l) => JSON.parse(l) as Record<string, unknown>),
-  };
-}
 
 // The real store, with its prune calls counted.
 function counting(store: FinishedTaskPruning): FinishedTaskPruning & { prunes: number } {

@@ -1,11 +1,11 @@
 import { statSync } from "node:fs";
 import { join } from "node:path";
-import { PassThrough } from "node:stream";
 import type Database from "better-sqlite3";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { createLogger } from "../../src/logger.js";
 import { databasePath, openDatabase } from "../../src/storage/sqlite/database.js";
 import { WalCheckpoints } from "../../src/storage/sqlite/wal-checkpoints.js";
+import { logLines } from "../support/log-lines.js";
 import { tempDir } from "../support/temp-dir.js";
 
 const PAGE_BYTES = 4096;
@@ -14,22 +14,6 @@ const STEADY_ROWS = 20_000;
 
 function autocheckpointPages(db: Database.Database): number {
   return db.pragma("wal_autocheckpoint", { simple: true }) as number;
-}
-
-function logLines(): { logger: ReturnType<typeof createLogger>; lines: () => { level: number; msg: string }[] } {
-  const sink = new PassThrough();
-  const chunks: string[] = [];
-  sink.on("data", (chunk: Buffer) => chunks.push(chunk.toString()));
-  const logger = createLogger("info", sink);
-  return {
-    logger,
-    lines: () =>
-      chunks
-        .join("")
-        .split("\n")
-        .filter((l) => l !== "")
-        .map((l) => JSON.parse(l) as { level: number; msg: string }),
-  };
 }
 
 describe("WalCheckpoints", () => {
