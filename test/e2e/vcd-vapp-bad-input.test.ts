@@ -225,9 +225,9 @@ describe("reading", () => {
   it("with another method, or at an unknown path: 405 and 404", async () => {
     const method = await vcd(server.url, "/api/query?type=vAppTemplate", { method: "DELETE", token: server.token });
     expect(method.status).toBe(405);
-    expect(method.headers.get("allow")).toBe("GET");
+    expect(method.headers.get("allow")).toBe("GET, HEAD");
     expect(method.headers.get("content-type")).toBe(errorType);
-    expect(method.text).toBe(errorXml(405, "METHOD_NOT_ALLOWED", "/api/query takes GET", "METHOD_NOT_ALLOWED"));
+    expect(method.text).toBe(errorXml(405, "METHOD_NOT_ALLOWED", "/api/query takes GET, HEAD", "METHOD_NOT_ALLOWED"));
     for (const [verb, at] of [["POST", "/api/vApp/vapp-x/power/action/powerOn"], ["GET", "/api/foo"]] as const) {
       const path = await vcd(server.url, at, { method: verb, token: server.token });
       expect(path.status).toBe(404);

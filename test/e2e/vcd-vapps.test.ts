@@ -220,6 +220,45 @@ describe("POST /api/vdc/<id>/action/instantiateVAppTemplate", () => {
 });
 
 // Last, so that the vApps it makes come after those the tests above look for.
+describe("HEAD on the GET paths (RFC 9110 9.3.2)", () => {
+  // Each GET path, and what HEAD must answer: the GET's status and headers, Content-Length the GET's body's, no body.
+  async function compare(path: string, token: string | null = server.token): Promise<void> {
+    const get = await vcd(server.url, path, { token });
+    const head = await vcd(server.url, path, { method: "HEAD", token });
+    expect(head.status).toBe(get.status);
+    expect(head.text).toBe("");
+    expect(head.headers.get("content-length")).toBe(String(Buffer.byteLength(get.text)));
+    expect(head.headers.get("content-type")).toBe(get.headers.get("content-type"));
+    expect(head.headers.get("x-stage")).toBe(get.headers.get("x-stage"));
+    expect(head.headers.get("x-request-id")).toMatch(/./);
+  }
+
+  it("answers as the GET would, without the body: the query, a vApp, its task, and their refusals", async () => {
+    const created = await instantiate(server.url, server.token, MOSCOW, instantiateParams({ name: "head-1", source: templateHref(server.url, UBUNTU) }));
+    expect(created.status).toBe(201);
+    const vapp = created.doc.VApp as Record<string, unknown>;
+    const id = attr(vapp, "id")!.replace("urn:vcloud:vapp:", "");
+    const taskHref = attr(((vapp.Tasks as Record<string, unknown>).Task as unknown[])[0], "href")!;
+    await waitForTask(taskHref);
+    await compare("/api/query?type=vAppTemplate&pageSize=2");
+    await compare(`/api/vApp/vapp-${id}`);
+    await compare(new URL(taskHref).pathname);
+    // Refusals: an unknown vApp (404), no credentials (401), a bad query (400).
+    await compare("/api/vApp/vapp-0badc0de-0000-4000-8000-000000000000");
+    await compare(`/api/vApp/vapp-${id}`, null);
+    await compare("/api/query?type=vApp");
+  });
+
+  it("is not taken where GET is not: 405 naming the methods the path takes", async () => {
+    const res = await vcd(server.url, "/api/sessions", { method: "HEAD", token: server.token });
+    expect(res.status).toBe(405);
+    expect(res.headers.get("allow")).toBe("POST");
+    expect(res.text).toBe("");
+    const query = await vcd(server.url, "/api/query?type=vAppTemplate", { method: "PUT", token: server.token });
+    expect(query.headers.get("allow")).toBe("GET, HEAD");
+  });
+});
+
 describe("hrefs under any form of the Host", () => {
   // The hrefs carry the Host as sent; the Source check compared it as text with the href's normalised host, so
   // "x.example:443" (and an IP literal or a percent-encoding) refused the server's own template href (a probe).

@@ -159,8 +159,13 @@ export function createVcdHandler(settings: VcdSettings): (req: NodeRequest, res:
     if (version === null) {
       return refusal(null, 406, `send Accept: application/*;version=<v> with a supported version: ${settings.supportedVersions.join(", ")}`, "PROTOCOL_ERROR");
     }
-    const only = (allowed: string, then: () => Promise<Answer>): Promise<Answer> =>
-      method === allowed ? then() : Promise.resolve(refusal(version, 405, `${path} takes ${allowed}`, "METHOD_NOT_ALLOWED", { allow: allowed }));
+    // HEAD is served as the GET of its path (RFC 9110 9.3.2: a general-purpose server MUST support it), the same
+    // call of the same method; the answer then goes without its body.
+    const only = (allowed: "GET" | "POST", then: () => Promise<Answer>): Promise<Answer> => {
+      if (method === allowed || (method === "HEAD" && allowed === "GET")) return then();
+      const allow = allowed === "GET" ? "GET, HEAD" : allowed;
+      return Promise.resolve(refusal(version, 405, `${path} takes ${allow}`, "METHOD_NOT_ALLOWED", { allow }));
+    };
     if (path === "/api/sessions") return only("POST", () => createSession(req, version, requestId));
     if (path === "/api/query") return only("GET", () => query(req, search, version, requestId));
     const vdcId = idBetween(path, VDC_ACTION, INSTANTIATE_ACTION);
@@ -182,8 +187,14 @@ export function createVcdHandler(settings: VcdSettings): (req: NodeRequest, res:
       result = errorAnswer(null, err, "compute", requestId, settings.logger);
     }
     if (res.headersSent || res.destroyed) return;
-    res.writeHead(result.status, { ...result.headers, "x-request-id": requestId });
-    res.end(result.body);
+    if (req.method !== "HEAD") {
+      res.writeHead(result.status, { ...result.headers, "x-request-id": requestId });
+      res.end(result.body);
+      return;
+    }
+    // HEAD: the GET's status and headers, with the length of the body a GET would get, and no body.
+    res.writeHead(result.status, { ...result.headers, "x-request-id": requestId, "content-length": String(Buffer.byteLength(result.body)) });
+    res.end();
   };
 }
 
