@@ -3,6 +3,7 @@ import { quoted } from "../errors/caller-text.js";
 import { invalidArgument } from "../errors/domain-error.js";
 import { ViolationList, tooManyItems } from "../errors/violation-list.js";
 import { PLAIN_ID } from "../shared/ids.js";
+import { holdsControlBesidesLineBreaks } from "../shared/text.js";
 import { maxItemsOf } from "../pipeline/message-limits.js";
 import { CryptoKeySchema, CryptoKeyVersion_Algorithm, UpdateCryptoKeyRequestSchema } from "../../gen/kms/v1/kms_pb.js";
 import type { Page } from "../../gen/kms/v1/kms_pb.js";
@@ -60,8 +61,11 @@ export function checkName(v: Violations, field: string, name: string): void {
   else if (name !== "" && !PRINTABLE.test(name)) v.add(field, "must contain printable characters only");
 }
 
+// Tab and line ends are text in a description; other control characters are refused, as in a vApp's (a NUL could
+// be stored on SQLite and was INTERNAL on PostgreSQL, whose text cannot hold one).
 export function checkDescription(v: Violations, field: string, description: string): void {
   if (longerThan(description, 1024)) v.add(field, "must be at most 1024 characters");
+  else if (holdsControlBesidesLineBreaks(description)) v.add(field, "must not hold control characters other than tab and line ends");
 }
 
 export function checkLabels(v: Violations, field: string, labels: string[]): void {

@@ -1,14 +1,10 @@
-import { create, getOption, hasOption } from "@bufbuild/protobuf";
-import type { DescMethod, JsonObject, MessageShape } from "@bufbuild/protobuf";
+import { getOption, hasOption } from "@bufbuild/protobuf";
+import type { DescMethod, JsonObject } from "@bufbuild/protobuf";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { method_policy, service_policy } from "../../gen/cloudplane/api/v1/policy_pb.js";
 import { http } from "../../gen/google/api/annotations_pb.js";
 import { KeyManagerService } from "../../gen/kms/v1/kms_pb.js";
-import { NodePoolService } from "../../gen/compute/cluster/v1/node_pool_pb.js";
-import { TaskService } from "../../gen/compute/cluster/v1/task_pb.js";
-import { VAppService } from "../../gen/compute/vapp/v1/vapp_pb.js";
 import { apiServices, infrastructureServices } from "../../src/routes.js";
-import { adminAuth } from "../support/credentials.js";
 import { auditRecords, makePrincipal, resourceSnapshot } from "../support/principals.js";
 import type { Principal } from "../support/principals.js";
 import { startServer } from "../support/server.js";
@@ -16,7 +12,9 @@ import type { TestServer } from "../support/server.js";
 import { tempDir } from "../support/temp-dir.js";
 import { httpStatusOfCode, wireCall, wireProtocolsOf } from "../support/wire-call.js";
 import type { WireAnswer, WireProtocol } from "../support/wire-call.js";
-import { CLUSTER, FLAVOR, ORG_NETWORK, OTHER_VDC, VAPP_TEMPLATE, VDC, writeTestCatalog } from "./compute-helpers.js";
+import { OTHER_VDC, VDC, writeTestCatalog } from "./compute-helpers.js";
+import { buildMethodWorld, nameOf } from "./every-method-world.js";
+import type { MethodWorld } from "./every-method-world.js";
 
 // Generated from the descriptors of every served service (issue 9, "Must show"): every method, on every protocol
 // it is mapped to, called with a request that names real resources,
@@ -31,7 +29,6 @@ const NS = "access-ns";
 const OTHER_NS = "access-other-ns";
 
 const methods = [...apiServices, ...infrastructureServices].flatMap((s) => s.methods);
-const nameOf = (m: DescMethod): string => `${m.parent.typeName}/${m.name}`;
 
 // Public: declared so in the method policy, or one of gRPC's own services (health, reflection), which the server
 // opens to everyone (src/pipeline/method-policy.ts).
@@ -64,20 +61,7 @@ const WORKSPACE = "ws-every";
 // A viewer of the scope that may change things elsewhere: its refusals come from the scope's check, not from the
 // shortcut for a permission the principal has nowhere.
 let viewerEditorElsewhere: Principal;
-const values: Record<string, unknown> = {};
-// Fields whose proto name two methods share with different meanings, by method: the task of GetVAppTask is a vApp's.
-const valuesOf: Record<string, Record<string, unknown>> = {};
-
-// The request of a method: every top-level field whose proto name `values` knows.
-function requestFor(m: DescMethod): MessageShape<typeof m.input> {
-  if (m.input.typeName === "grpc.reflection.v1.ServerReflectionRequest" || m.input.typeName === "grpc.reflection.v1alpha.ServerReflectionRequest") {
-    return create(m.input, { messageRequest: { case: "listServices", value: "" } } as never);
-  }
-  const init: Record<string, unknown> = {};
-  const given = { ...values, ...valuesOf[nameOf(m)] };
-  for (const field of m.input.fields) if (field.name in given) init[field.localName] = given[field.name];
-  return create(m.input, init as never);
-}
+let world: MethodWorld;
 
 function refusal(protocol: WireProtocol, code: number, message: string, detail: JsonObject): Omit<WireAnswer, "headers"> {
   return {
@@ -93,61 +77,10 @@ function withoutHeaders(answer: WireAnswer): Omit<WireAnswer, "headers"> {
   return rest;
 }
 
-async function admin<T = JsonObject>(m: DescMethod, init: object): Promise<T> {
-  const answer = await wireCall(server.url, "grpc", m, init as never, adminAuth(server.url));
-  if (answer.code !== 0) throw new Error(`${m.name} as admin: ${answer.code} ${answer.message}`);
-  return answer.response as T;
-}
-
 beforeAll(async () => {
   catalogDir = tempDir();
   server = await startServer({ env: { CATALOG_FILE: writeTestCatalog(catalogDir.path) } });
-  const kms = KeyManagerService.method;
-  const key = await admin<{ id: string }>(kms.createCryptoKey, { parentId: NS, name: "target" });
-  await admin(kms.createCryptoKeyVersion, { keyId: key.id });
-  const { ciphertext } = await admin<{ ciphertext: string }>(kms.encrypt, { keyId: key.id, keyVersionId: 1, plaintext: new TextEncoder().encode("p") });
-  const { task } = await admin<{ task: { id: string } }>(NodePoolService.method.createNodePool, {
-    serviceInstanceId: VDC,
-    clusterId: CLUSTER,
-    nodeConfig: { computeFlavor: FLAVOR },
-    nodePoolName: "target-pool",
-    scalePolicy: { fixedScale: { count: 1 } },
-  });
-  const done = await admin<{ task: { status: string; response: { nodePoolId: string } } }>(TaskService.method.waitTask, {
-    serviceInstanceId: VDC,
-    taskId: task.id,
-    timeout: { seconds: 30n },
-  });
-  if (done.task.status !== "SUCCEEDED") throw new Error(`the node pool was not made: ${JSON.stringify(done)}`);
-  const vapp = await admin<{ id: string; tasks: { id: string }[] }>(VAppService.method.instantiateVAppTemplate, {
-    serviceInstanceId: VDC,
-    name: "target-vapp",
-    source: VAPP_TEMPLATE,
-    networkName: ORG_NETWORK,
-  });
-  valuesOf["compute.vapp.v1.VAppService/GetVAppTask"] = { task_id: vapp.tasks[0]!.id };
-  Object.assign(values, {
-    parent_id: NS,
-    key_id: key.id,
-    key_version_id: 2,
-    name: "new-key",
-    key: { id: key.id, description: "changed" },
-    update_mask: { paths: ["description"] },
-    plaintext: new TextEncoder().encode("secret"),
-    ciphertext: Buffer.from(ciphertext, "base64"),
-    service_instance_id: VDC,
-    cluster_id: CLUSTER,
-    node_pool_id: done.task.response.nodePoolId,
-    node_pool_name: "new-pool",
-    node_config: { computeFlavor: FLAVOR },
-    scale_policy: { fixedScale: { count: 2 } },
-    task_id: task.id,
-    timeout: { seconds: 1n },
-    vapp_id: vapp.id,
-    source: VAPP_TEMPLATE,
-    network_name: ORG_NETWORK,
-    cluster_type: "MT",
-  });
+  world = await buildMethodWorld(server, NS);
   viewer = await makePrincipal(server, "viewer", [
     ["viewer", `kms-namespace:${NS}`],
     ["viewer", `service-instance:${VDC}`],
@@ -191,7 +124,7 @@ describe("with no credentials", () => {
   it.each(protectedMethods.map((m) => [nameOf(m), m] as const))("%s answers UNAUTHENTICATED on every protocol", async (_name, m) => {
     for (const protocol of wireProtocolsOf(m)) {
       const before = resourceSnapshot(server.dataDir);
-      const answer = await wireCall(server.url, protocol, m, requestFor(m));
+      const answer = await wireCall(server.url, protocol, m, world.requestFor(m));
       expect({ protocol, ...withoutHeaders(answer) }).toEqual({
         protocol,
         ...refusal(protocol, 16, "the call carries no credentials: send Authorization: Bearer <token>, a token from POST /public/v2/service_auth", {
@@ -210,7 +143,7 @@ describe("with no credentials", () => {
   it.each(methods.filter(isPublic).map((m) => [nameOf(m), m] as const))("public %s answers as it does for anyone", async (name, m) => {
     for (const protocol of wireProtocolsOf(m)) {
       const before = resourceSnapshot(server.dataDir);
-      const answer = await wireCall(server.url, protocol, m, requestFor(m));
+      const answer = await wireCall(server.url, protocol, m, world.requestFor(m));
       if (name === "compute.auth.v2.AuthService/ServiceAuth") {
         // An empty request: refused for what is missing, not for the missing credentials.
         expect({ protocol, ...withoutHeaders(answer) }).toEqual({
@@ -244,7 +177,7 @@ describe("with the token of a viewer of the scope", () => {
     for (const protocol of wireProtocolsOf(m)) {
       const before = resourceSnapshot(server.dataDir);
       const trail = auditRecords(server.dataDir).length;
-      const answer = await wireCall(server.url, protocol, m, requestFor(m), viewer.auth);
+      const answer = await wireCall(server.url, protocol, m, world.requestFor(m), viewer.auth);
       // A viewer may do this nowhere: refused before the scope is even looked up.
       expect({ protocol, ...withoutHeaders(answer) }).toEqual({
         protocol,
@@ -255,7 +188,7 @@ describe("with the token of a viewer of the scope", () => {
         }),
       });
       const scope = m.parent === KeyManagerService ? `kms-namespace:${NS}` : `service-instance:${VDC}`;
-      const again = await wireCall(server.url, protocol, m, requestFor(m), viewerEditorElsewhere.auth);
+      const again = await wireCall(server.url, protocol, m, world.requestFor(m), viewerEditorElsewhere.auth);
       expect({ protocol, ...withoutHeaders(again) }).toEqual({
         protocol,
         ...refusal(protocol, 7, `principal ${viewerEditorElsewhere.id} lacks permission ${permission} on ${scope}`, {
@@ -278,7 +211,7 @@ describe("with the token of a viewer of the scope", () => {
     for (const protocol of wireProtocolsOf(m)) {
       const before = resourceSnapshot(server.dataDir);
       const apiKey: Record<string, string> = getOption(m, method_policy).requiresApiKey ? { "x-api-key": viewerApiKey, "x-workspace-id": WORKSPACE } : {};
-      const answer = await wireCall(server.url, protocol, m, requestFor(m), { ...viewer.auth, ...apiKey });
+      const answer = await wireCall(server.url, protocol, m, world.requestFor(m), { ...viewer.auth, ...apiKey });
       expect({ protocol, code: answer.code, message: answer.message }).toEqual({ protocol, code: 0, message: "" });
       expect(resourceSnapshot(server.dataDir)).toEqual(before);
     }

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { holdsControlBesidesLineBreaks, isControl } from "../../shared/text.js";
 import type { FieldViolation } from "../../errors/domain-error.js";
 import type { Clock } from "../../shared/clock.js";
 import type { VAppStore } from "../../storage/vapp-store.js";
@@ -173,12 +174,6 @@ export class VAppManager {
   }
 }
 
-// Unicode's control characters (general category Cc): C0, DEL and C1 (U+0080 to U+009F, NEL and CSI among them,
-// which a terminal acts on as it does on their C0 forms).
-function isControl(code: number): boolean {
-  return code < 0x20 || (code >= 0x7f && code <= 0x9f);
-}
-
 // Characters as people count them, code points: an emoji is one character, not two UTF-16 units.
 function characters(text: string): number {
   let count = 0;
@@ -201,12 +196,11 @@ function checkName(v: Violations, name: string): void {
   else if (name.trim() !== name) v.add("name", "must not begin or end with white space");
 }
 
-// At most 1024 characters; tab and line ends are text there, other control characters are not (and NUL is text
-// no PostgreSQL column holds).
+// At most 1024 characters; tab and line ends are text there, other control characters are not (src/shared/text.ts).
 function checkDescription(v: Violations, description: string): void {
   const length = characters(description);
   if (length > MAX_DESCRIPTION_CHARS) v.add("description", `must be at most ${MAX_DESCRIPTION_CHARS} characters, got ${length}`);
-  else if ([...description].some((c) => c !== "\t" && c !== "\n" && c !== "\r" && isControl(c.charCodeAt(0)))) {
+  else if (holdsControlBesidesLineBreaks(description)) {
     v.add("description", "must not hold control characters other than tab and line ends");
   }
 }

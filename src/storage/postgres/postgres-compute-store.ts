@@ -5,7 +5,7 @@ import type { TaskRecord } from "../../compute/tasks/task-model.js";
 import type { ComputeStore, PoolTaskStart, QueuedTasks, TaskFinish, TaskPage } from "../compute-store.js";
 import { poolFromRow, poolParams, taskFromRow, taskParams } from "../rows.js";
 import type { PoolRow, TaskRow } from "../rows.js";
-import { announce, changeOf, first, insert, lockKinds, lockName, rows, transaction } from "./sql.js";
+import { announce, changeOf, first, insert, lockKinds, lockName, noRowHas, rows, transaction } from "./sql.js";
 import { claimOldest } from "./task-claim.js";
 import type { ClaimQuery } from "./task-claim.js";
 
@@ -60,11 +60,13 @@ export class PostgresComputeStore implements ComputeStore {
   }
 
   async getNodePool(id: string): Promise<NodePoolRecord | null> {
+    if (noRowHas(id)) return null;
     const row = await first<PoolRow>(this.pool, "SELECT * FROM compute_node_pools WHERE id = $1", [id]);
     return row === null ? null : poolFromRow(row);
   }
 
   async listNodePools(serviceInstanceId: string, clusterId: string): Promise<NodePoolRecord[]> {
+    if (noRowHas(serviceInstanceId) || noRowHas(clusterId)) return [];
     const found = await rows<PoolRow>(
       this.pool,
       "SELECT * FROM compute_node_pools WHERE service_instance_id = $1 AND cluster_id = $2 ORDER BY seq",
@@ -83,6 +85,7 @@ export class PostgresComputeStore implements ComputeStore {
   }
 
   async startPoolTask(poolId: string, decide: (current: NodePoolRecord) => PoolTaskStart): Promise<PoolTaskStart | null> {
+    if (noRowHas(poolId)) return null;
     return transaction(this.pool, async (client) => {
       const row = await first<PoolRow>(client, "SELECT * FROM compute_node_pools WHERE id = $1 FOR UPDATE", [poolId]);
       if (row === null) return null;
@@ -106,11 +109,13 @@ export class PostgresComputeStore implements ComputeStore {
   }
 
   async getTask(id: string): Promise<TaskRecord | null> {
+    if (noRowHas(id)) return null;
     const row = await first<TaskRow>(this.pool, "SELECT * FROM compute_tasks WHERE id = $1", [id]);
     return row === null ? null : taskFromRow(row);
   }
 
   async listTasks(serviceInstanceId: string, nodePoolId: string | null, page: TaskPage): Promise<TaskRecord[]> {
+    if (noRowHas(serviceInstanceId) || (nodePoolId !== null && noRowHas(nodePoolId))) return [];
     const found =
       nodePoolId === null
         ? await rows<TaskRow>(this.pool, "SELECT * FROM compute_tasks WHERE service_instance_id = $1 ORDER BY seq DESC LIMIT $2 OFFSET $3", [

@@ -3,7 +3,7 @@ import type { AccessTokenRecord, ApiKeyRecord, GrantRecord, ServiceAccountRecord
 import type { CredentialCheck, IdentityStore } from "../identity-store.js";
 import { accountFromRow, accountParams, apiKeyFromRow, apiKeyParams, grantFromRow, grantParams, tokenFromRow, tokenParams } from "../rows.js";
 import type { AccountRow, ApiKeyRow, CheckColumns, GrantRow, TokenRow } from "../rows.js";
-import { announce, changeOf, first, insert, rows, transaction } from "./sql.js";
+import { announce, changeOf, first, insert, noRowHas, rows, transaction } from "./sql.js";
 import type { Queryable } from "./sql.js";
 
 // Principals, credentials and grants in PostgreSQL. Every change of access bumps the generation and is announced in
@@ -45,11 +45,13 @@ export class PostgresIdentityStore implements IdentityStore {
   }
 
   async serviceAccountByClientId(clientId: string): Promise<ServiceAccountRecord | null> {
+    if (noRowHas(clientId)) return null;
     const row = await first<AccountRow>(this.pool, "SELECT * FROM identity_service_accounts WHERE client_id = $1", [clientId]);
     return row === null ? null : accountFromRow(row);
   }
 
   async serviceAccount(idOrName: string): Promise<ServiceAccountRecord | null> {
+    if (noRowHas(idOrName)) return null;
     const row = await first<AccountRow>(this.pool, "SELECT * FROM identity_service_accounts WHERE id = $1 OR name = $1", [idOrName]);
     return row === null ? null : accountFromRow(row);
   }

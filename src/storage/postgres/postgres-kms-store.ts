@@ -6,7 +6,7 @@ import type { KeyMutation, KeyPage, KmsStore, MasterKeyCheckRecord, MasterKeySto
 import { keyFromRow, keyParams, masterKeyCheckFromRow, masterKeyCheckParams, versionFromRow, versionParams, wrappedFromRow } from "../rows.js";
 import type { KeyRow, MasterKeyRow, VersionRow, WrappedRow } from "../rows.js";
 import { PageCheckpoints } from "../page-checkpoints.js";
-import { announce, changeOf, first, insert, lockKinds, lockName, rows, transaction } from "./sql.js";
+import { announce, changeOf, first, insert, lockKinds, lockName, noRowHas, rows, transaction } from "./sql.js";
 
 const REWRAP_PAGE = 500;
 
@@ -111,6 +111,7 @@ export class PostgresKmsStore implements KmsStore, MasterKeyStore {
   }
 
   async getKey(keyId: string): Promise<KeyAggregate | null> {
+    if (noRowHas(keyId)) return null;
     // One statement, so one snapshot for the key and its versions (a concurrent mutation is seen whole or not at
     // all) in one round trip: this is what every server reads after another server changed the key.
     // A named statement: each pooled connection parses and plans it once, not on every cache miss (the database
@@ -159,6 +160,7 @@ export class PostgresKmsStore implements KmsStore, MasterKeyStore {
   }
 
   async mutateKey<T>(keyId: string, now: number, decide: (current: KeyAggregate) => KeyMutation<T>) {
+    if (noRowHas(keyId)) return null;
     const outcome = await transaction(this.pool, async (client) => {
       const current = await this.lockAggregate(client, keyId);
       if (current === null) return null;

@@ -4,7 +4,7 @@ import type { VAppRecord, VAppTaskRecord } from "../../compute/vapps/vapp-model.
 import type { VAppStore, VAppTaskFinish } from "../vapp-store.js";
 import { vappFromRow, vappTaskFromRow, vappTaskToRow, vappToRow } from "../vapp-rows.js";
 import type { VAppRow, VAppTaskRow } from "../vapp-rows.js";
-import { announce, changeOf, first, insert, lockKinds, lockName, transaction } from "./sql.js";
+import { announce, changeOf, first, insert, lockKinds, lockName, noRowHas, transaction } from "./sql.js";
 import { claimOldest } from "./task-claim.js";
 import type { ClaimQuery } from "./task-claim.js";
 
@@ -42,11 +42,13 @@ export class PostgresVAppStore implements VAppStore {
   }
 
   async getVApp(id: string): Promise<VAppRecord | null> {
+    if (noRowHas(id)) return null;
     const row = await first<VAppRow>(this.pool, "SELECT * FROM vapps WHERE id = $1", [id]);
     return row === null ? null : vappFromRow(row);
   }
 
   async getVAppTask(id: string): Promise<VAppTaskRecord | null> {
+    if (noRowHas(id)) return null;
     const row = await first<VAppTaskRow>(this.pool, "SELECT * FROM vapp_tasks WHERE id = $1", [id]);
     return row === null ? null : vappTaskFromRow(row);
   }

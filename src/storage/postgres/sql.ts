@@ -17,6 +17,14 @@ export function createClient(url: string): pg.Client {
   return new pg.Client({ connectionString: url, types });
 }
 
+// PostgreSQL's text holds no NUL character (U+0000): a statement given one fails ("invalid byte sequence for
+// encoding UTF8: 0x00"), where SQLite compares it as any other character. So no row has a key with one, and a lookup
+// by such a key (an id a caller sent as "x%00y" or "x\u0000y") finds nothing without asking, as on SQLite: it was
+// INTERNAL on PostgreSQL. Text that is stored is checked by the domain's rules, which refuse control characters.
+export function noRowHas(key: string): boolean {
+  return key.includes("\u0000");
+}
+
 export type Queryable = pg.Pool | pg.PoolClient;
 
 export async function rows<T>(db: Queryable, text: string, values: unknown[] = []): Promise<T[]> {
