@@ -188,6 +188,10 @@ export class KeyManager {
     const { entry } = await this.mutate(keyId, (current, now) => {
       const key = { ...current.key, ...changes };
       if (changes.rotationPeriodMs === null) {
+        // Rotation stops: a next time given with it under the same mask would be dropped without a word.
+        if (changes.nextRotationAt !== undefined && changes.nextRotationAt !== null) {
+          throw invalidArgument("kms", [{ field: "key.nextRotationTime", description: "a next rotation time needs a rotationPeriod" }]);
+        }
         key.nextRotationAt = null;
       } else if (changes.rotationPeriodMs !== undefined && (changes.nextRotationAt ?? null) === null) {
         // A period set with no next time (left out, or cleared under the same mask) starts from now.

@@ -1,4 +1,3 @@
-import { timestampMs } from "@bufbuild/protobuf/wkt";
 import type { ServiceHandlers } from "../pipeline/handlers.js";
 import type { CryptoKey, KeyManagerService } from "../../gen/kms/v1/kms_pb.js";
 import { MAX_ID_CHARS } from "../errors/violation-list.js";
@@ -17,6 +16,7 @@ import {
   maskPathsOf,
   pageOf,
   rotationPeriodOf,
+  timestampMsOf,
 } from "./request-validation.js";
 import { freezeMessage, keyToProto, versionToProto } from "./to-proto.js";
 
@@ -121,7 +121,7 @@ export function createKmsService(
           changes.rotationPeriodMs = rotationPeriodOf(v, "key.rotationPeriod", key.rotationPeriod, settings.minRotationMs);
         }
         if (paths.has("next_rotation_time")) {
-          changes.nextRotationAt = key.nextRotationTime === undefined ? null : timestampMs(key.nextRotationTime);
+          changes.nextRotationAt = key.nextRotationTime === undefined ? null : timestampMsOf(v, "key.nextRotationTime", key.nextRotationTime);
         }
         if (paths.has("default_algorithm")) {
           changes.defaultAlgorithm = algorithmOf(v, "key.defaultAlgorithm", key.defaultAlgorithm) ?? "AES_256";

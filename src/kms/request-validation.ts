@@ -1,4 +1,4 @@
-import type { Duration, FieldMask } from "@bufbuild/protobuf/wkt";
+import type { Duration, FieldMask, Timestamp } from "@bufbuild/protobuf/wkt";
 import { quoted } from "../errors/caller-text.js";
 import { invalidArgument } from "../errors/domain-error.js";
 import { ViolationList, tooManyItems } from "../errors/violation-list.js";
@@ -98,14 +98,50 @@ export function algorithmOf(v: Violations, field: string, value: CryptoKeyVersio
   }
 }
 
+// A Duration's nanos are -999,999,999 to 999,999,999, of the same sign as its seconds (google/protobuf/duration.proto).
+// The JSON forms cannot break that; the binary form can: gRPC took {seconds: 86400, nanos: -1}.
+function isValidDuration(d: Duration): boolean {
+  if (d.nanos <= -1e9 || d.nanos >= 1e9) return false;
+  return !((d.seconds > 0n && d.nanos < 0) || (d.seconds < 0n && d.nanos > 0));
+}
+
 export function rotationPeriodOf(v: Violations, field: string, period: Duration | undefined, minMs: number): number | null {
   if (period === undefined) return null;
+  if (!isValidDuration(period)) {
+    v.add(field, "is not a valid Duration: nanos must be below one second, of the same sign as seconds");
+    return null;
+  }
   const ms = Number(period.seconds) * 1000 + Math.trunc(period.nanos / 1e6);
-  if (ms < minMs || ms > MAX_ROTATION_MS) {
-    v.add(field, `must be between ${minMs / 1000}s and ${MAX_ROTATION_MS / 1000}s (100 years), got ${ms / 1000}s`);
+  // Compared with the nanoseconds too: 3155760000.000000001s is over the maximum, though not by a whole millisecond.
+  const overMax = ms > MAX_ROTATION_MS || (ms === MAX_ROTATION_MS && period.nanos > 0);
+  if (ms < minMs || overMax) {
+    v.add(field, `must be between ${minMs / 1000}s and ${MAX_ROTATION_MS / 1000}s (100 years), got ${durationText(period)}`);
     return null;
   }
   return ms;
+}
+
+function durationText(d: Duration): string {
+  if (d.nanos === 0) return `${d.seconds}s`;
+  const sign = d.seconds < 0n || d.nanos < 0 ? "-" : "";
+  const seconds = d.seconds < 0n ? -d.seconds : d.seconds;
+  return `${sign}${seconds}.${String(Math.abs(d.nanos)).padStart(9, "0").replace(/0+$/, "")}s`;
+}
+
+// The range of google.protobuf.Timestamp: 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999999Z.
+const MIN_TIMESTAMP_SECONDS = -62135596800n;
+const MAX_TIMESTAMP_SECONDS = 253402300799n;
+
+// Milliseconds since the epoch of a valid Timestamp, truncated (rounding took 9999-12-31T23:59:59.9995Z to the year
+// 10000, which was stored and then failed every read of the key and of its namespace as JSON); null, with a
+// violation, for a Timestamp outside its range or with nanos outside 0 to 999,999,999, which gRPC's binary form can
+// carry (seconds: 1e17 failed the store's INTEGER column).
+export function timestampMsOf(v: Violations, field: string, ts: Timestamp): number | null {
+  if (ts.seconds < MIN_TIMESTAMP_SECONDS || ts.seconds > MAX_TIMESTAMP_SECONDS || ts.nanos < 0 || ts.nanos > 999_999_999) {
+    v.add(field, "is not a valid Timestamp: it must lie between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59.999999999Z, with nanos from 0 to 999999999");
+    return null;
+  }
+  return Number(ts.seconds) * 1000 + Math.floor(ts.nanos / 1e6);
 }
 
 export function pageOf(v: Violations, page: Page | undefined): KeyPage {
