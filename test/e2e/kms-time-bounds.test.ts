@@ -1,4 +1,5 @@
 import { create } from "@bufbuild/protobuf";
+import type { DescMethod } from "@bufbuild/protobuf";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { KeyManagerService } from "../../gen/kms/v1/kms_pb.js";
 import { adminAuth } from "../support/credentials.js";
@@ -24,7 +25,7 @@ afterAll(() => server.stop());
 const kms = KeyManagerService.method;
 const notWrittenByCalls = [AUDIT_TABLE, "compute_workers"];
 
-function call(protocol: WireProtocol, m: (typeof kms)[keyof typeof kms], init: object): Promise<WireAnswer> {
+function call(protocol: WireProtocol, m: DescMethod, init: object): Promise<WireAnswer> {
   return wireCall(server.url, protocol, m, create(m.input, init as never) as never, adminAuth(server.url));
 }
 
@@ -34,7 +35,7 @@ async function rotatingKey(): Promise<string> {
   return (created.response as { id: string }).id;
 }
 
-async function refusedWritingNothing(protocol: WireProtocol, m: (typeof kms)[keyof typeof kms], init: object, field: string, description: string): Promise<void> {
+async function refusedWritingNothing(protocol: WireProtocol, m: DescMethod, init: object, field: string, description: string): Promise<void> {
   const before = storeSnapshot(server.dataDir, { except: notWrittenByCalls });
   const answer = await call(protocol, m, init);
   expect({ code: answer.code, message: answer.message }).toEqual({ code: 3, message: `${field}: ${description}` });
