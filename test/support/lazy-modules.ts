@@ -12,7 +12,8 @@ const loaded = (): string[] => watched.filter((name) => moduleLoadList().include
 const before = loaded();
 const config = loadConfig([], { DATA_DIR: dataDir ?? "", MASTER_KEY: Buffer.alloc(32, 7).toString("base64"), PORT: "0", HOST: "127.0.0.1" });
 if (config === "help") throw new Error("unexpected --help");
-const app = await build(config, createLogger("warn"));
+// Errors only: a warning (the console not built yet, on a fresh checkout) would go to stdout before the answer.
+const app = await build(config, createLogger("error"));
 const after = loaded();
 await app.close();
 process.stdout.write(`${JSON.stringify({ before, after })}\n`);
