@@ -195,7 +195,7 @@ async function assemble(config: Config, logger: Logger, options: BuildOptions, c
     table,
     routes: (r) => registerRoutes(r, served, health),
     // Connect JSON needs the types packed into google.protobuf.Any (task metadata, response, error details).
-    jsonOptions: { registry: computeJsonRegistry },
+    jsonOptions: { registry: computeJsonRegistry, ignoreUnknownFields: false },
     readMaxBytes: MAX_REQUEST_BYTES,
     turns,
     shutdownSignal: shutdown.signal,

@@ -44,6 +44,18 @@ export function overLimits(domain: ErrorDomain, violations: ViolationList): Doma
   return invalidArgument(domain, violations);
 }
 
+// A member of a JSON request that its message does not have, named by its JSON path: INVALID_ARGUMENT UNKNOWN_FIELD
+// on REST and on Connect's JSON forms alike. Connect's JSON ignored such a member, and an unknown enum name with it,
+// so a misspelt "descripton" under an update mask cleared the description and "AES_192_GCM" became AES_256, where
+// REST refused both (docs/callers.md).
+export function unknownJsonField(domain: ErrorDomain, path: string, name: string, typeName: string): DomainError {
+  return invalidArgument(domain, [{ field: path, description: unknownFieldDescription(name, typeName) }], "UNKNOWN_FIELD");
+}
+
+export function unknownFieldDescription(name: string, typeName: string): string {
+  return `unknown field ${quoted(name)} in ${typeName}`;
+}
+
 // What the body of each protocol must be, for the message of a body that is not.
 const expectedBodies = {
   grpc: "the request is not one uncompressed protobuf message in a gRPC envelope",

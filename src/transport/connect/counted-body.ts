@@ -1,6 +1,7 @@
 import type { ConnectError } from "@connectrpc/connect";
 import { ErrorInfoSchema } from "../../../gen/google/rpc/error_details_pb.js";
-import { malformedBody } from "../../errors/protocol-errors.js";
+import type { DomainError } from "../../errors/domain-error.js";
+import { malformedBody, unknownJsonField } from "../../errors/protocol-errors.js";
 import type { BodyEncoding } from "../../errors/protocol-errors.js";
 import type { ErrorDomain } from "../../errors/reasons.js";
 import { statusPartsOf } from "../../errors/status-details.js";
@@ -80,21 +81,22 @@ export function countedRequest(
         if (over !== null) throw refuse(over);
       });
     }
-    // Connect's JSON ignores unknown members: they are counted with the values beyond the type's fields.
-    const over = framing.binary ? countWire(limits, bytes) : countJson(limits, bytes, { unknownFields: "count" });
-    if (over !== null && !(over instanceof UnknownJsonField)) throw refuse(over);
+    // An unknown member is refused as REST refuses it, naming it; Connect would refuse it too (ignoreUnknownFields is
+    // off, src/server.ts), but only as a body it could not read.
+    const over = framing.binary ? countWire(limits, bytes) : countJson(limits, bytes, { unknownFields: "refuse" });
+    if (over instanceof UnknownJsonField) throw ours(unknownJsonField(domain(), over.path, over.name, over.typeName));
+    if (over !== null) throw refuse(over);
     return undefined;
   };
+  // The called service's domain, read off the refusal `refuse` makes, for the refusals made here.
+  const domain = (): ErrorDomain => (refuse(ViolationList.of([])).findDetails(ErrorInfoSchema)[0]?.domain ?? "cloudplane") as ErrorDomain;
+  const ours = (error: DomainError): ConnectError => toConnectError(new CallError(statusPartsOf(error), false), null);
   const source = { it: body[Symbol.asyncIterator](), turns };
   // A request envelope's flags are 0 or 1 (compressed): gRPC's Compressed-Flag, gRPC-web's (whose 0x80 marks the
   // trailer frame only a server sends) and Connect's (whose 0x02 ends a response stream). connect-node reads any
   // other flag as a message and served the call; the direct gRPC adapter refuses it. Refused here with the same
   // error, MALFORMED_BODY in the called service's domain, read off the refusal `refuse` makes (docs/callers.md).
-  const badFlags = (): ConnectError => {
-    const info = refuse(ViolationList.of([])).findDetails(ErrorInfoSchema)[0];
-    const domain = (info?.domain ?? "cloudplane") as ErrorDomain;
-    return toConnectError(new CallError(statusPartsOf(malformedBody(domain, framing.encoding)), false), null);
-  };
+  const badFlags = (): ConnectError => ours(malformedBody(domain(), framing.encoding));
   const counted = new CountedBody(source, maxBytes, count, badFlags, framing.enveloped, framing.compression === null ? 0 : FLAG_COMPRESSED);
   return { ...req, body: counted };
 }

@@ -1,7 +1,7 @@
 import { fromJson } from "@bufbuild/protobuf";
 import type { DescField, DescMessage, JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { hasCustomJsonRepresentation } from "@bufbuild/protobuf/wkt";
-import { quoted } from "../../errors/caller-text.js";
+import { unknownFieldDescription } from "../../errors/protocol-errors.js";
 import { findField } from "./field-path.js";
 import { badRequest } from "./rest-errors.js";
 import type { BadRequest } from "./rest-errors.js";
@@ -39,7 +39,7 @@ function join(path: string, name: string): string {
 
 // A member of a request object that its message does not have, named by its JSON path.
 export function unknownField(path: string, name: string, typeName: string): BadRequest {
-  return badRequest("UNKNOWN_FIELD", path, `unknown field ${quoted(name)} in ${typeName}`);
+  return badRequest("UNKNOWN_FIELD", path, unknownFieldDescription(name, typeName));
 }
 
 // Throws INVALID_ARGUMENT UNKNOWN_FIELD for the first name the message does not have, and REQUEST_INVALID for a
