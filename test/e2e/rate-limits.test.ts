@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
-import type { JsonObject } from "@bufbuild/protobuf";
+import { create, toBinary } from "@bufbuild/protobuf";
+import type { DescMessage, DescMethod, JsonObject, MessageInitShape } from "@bufbuild/protobuf";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { NodePoolService } from "../../gen/compute/cluster/v1/node_pool_pb.js";
@@ -10,8 +11,9 @@ import { makePrincipal } from "../support/principals.js";
 import type { Principal } from "../support/principals.js";
 import { startServer } from "../support/server.js";
 import type { TestServer } from "../support/server.js";
+import { frame } from "../support/raw-grpc.js";
 import { tempDir } from "../support/temp-dir.js";
-import { wireCall } from "../support/wire-call.js";
+import { frames, fromBase64Segments, trailerFrame, wireCall } from "../support/wire-call.js";
 import type { WireAnswer, WireProtocol } from "../support/wire-call.js";
 import { CLUSTER, FLAVOR, ROOMY_CLUSTER, VDC, writeTestCatalog } from "./compute-helpers.js";
 
@@ -73,6 +75,26 @@ function refused(protocol: WireProtocol, method: "GET" | "POST", limits: { minut
 function shownOnSuccess(protocol: WireProtocol, limit: number, remaining: number, reset: number): Record<string, string | undefined> {
   if (protocol === "grpc") return { limit: undefined, remaining: undefined, reset: undefined };
   return { limit: String(limit), remaining: String(remaining), reset: String(reset) };
+}
+
+// A gRPC-web call's HTTP headers and its trailer frame, apart (wireCall merges them), in the binary or the text form.
+async function grpcWebParts<I extends DescMessage>(
+  url: string,
+  method: DescMethod & { input: I },
+  init: MessageInitShape<I>,
+  headers: Record<string, string>,
+  text = false,
+): Promise<{ status: number; headers: Record<string, string>; trailer: Record<string, string> }> {
+  const body = frame(toBinary(method.input, create(method.input, init)));
+  const res = await fetch(`${url}/${method.parent.typeName}/${method.name}`, {
+    method: "POST",
+    headers: { "content-type": text ? "application/grpc-web-text" : "application/grpc-web+proto", "x-grpc-web": "1", ...headers },
+    body: text ? body.toString("base64") : new Uint8Array(body),
+  });
+  const raw = Buffer.from(await res.arrayBuffer());
+  const trailer = frames(text ? fromBase64Segments(raw.toString("latin1")) : raw).find(([flags]) => (flags & 0x80) !== 0);
+  const { date: _date, ...rest } = Object.fromEntries(res.headers);
+  return { status: res.status, headers: rest, trailer: trailer === undefined ? {} : trailerFrame(trailer[1]) };
 }
 
 function withoutHeaders(answer: WireAnswer): Omit<WireAnswer, "headers" | "response"> {
@@ -182,6 +204,34 @@ describe("with the documented limits", () => {
     for (const protocol of ["rest", "grpc", "grpc-web", "connect-json", "connect-binary"] as const) {
       expect(withoutHeaders(await wireCall(server.url, protocol, pools.listNodePools, list, auth))).toEqual(refused(protocol, "GET", { minute: 100, day: 10000 }, "minute", 60));
     }
+  });
+
+  // Retry-After on every protocol carried over plain HTTP (CONTRACT sections 4 and 6), as HTTP headers: Connect's
+  // 429, and gRPC-web's refusal, whose HTTP headers carry X-RateLimit-* as its successes' do. Native gRPC as before:
+  // X-RateLimit-* as metadata, the delay in RetryInfo, no Retry-After.
+  it("sends Retry-After and X-RateLimit-* as HTTP headers with a refusal over Connect and gRPC-web", async () => {
+    const { auth } = await caller();
+    // Refused by the handler (no name), yet counted.
+    const unnamed = { serviceInstanceId: VDC, clusterId: ROOMY_CLUSTER };
+    for (let i = 1; i <= 30; i++) expect((await wireCall(server.url, "rest", pools.createNodePool, unnamed, auth)).code).toBe(3);
+    const limited = { "retry-after": "60", "x-ratelimit-limit": "30", "x-ratelimit-remaining": "0", "x-ratelimit-reset": "60" };
+    for (const protocol of ["connect-json", "connect-binary", "rest"] as const) {
+      const answer = await wireCall(server.url, protocol, pools.createNodePool, unnamed, auth);
+      expect({ protocol, ...withoutHeaders(answer) }).toEqual({ protocol, ...refused(protocol, "POST", { minute: 30, day: 1000 }, "minute", 60) });
+      expect({ protocol, ...answer.headers }).toMatchObject({ protocol, ...limited });
+    }
+    for (const text of [false, true]) {
+      const answer = await grpcWebParts(server.url, pools.createNodePool, unnamed, auth, text);
+      expect({ text, status: answer.status, ...answer.headers }).toMatchObject({ text, status: 200, ...limited });
+      expect(answer.headers["grpc-status"]).toBeUndefined();
+      expect(answer.trailer).toMatchObject({ "grpc-status": "8", "x-ratelimit-limit": "30", "x-ratelimit-remaining": "0", "x-ratelimit-reset": "60" });
+      const decoded = await wireCall(server.url, text ? "grpc-web-text" : "grpc-web", pools.createNodePool, unnamed, auth);
+      expect(withoutHeaders(decoded)).toEqual(refused("grpc-web", "POST", { minute: 30, day: 1000 }, "minute", 60));
+    }
+    const grpc = await wireCall(server.url, "grpc", pools.createNodePool, unnamed, auth);
+    expect(withoutHeaders(grpc)).toEqual(refused("grpc", "POST", { minute: 30, day: 1000 }, "minute", 60));
+    expect(rateHeaders(grpc)).toEqual({ limit: "30", remaining: "0", reset: "60" });
+    expect(grpc.headers["retry-after"]).toBeUndefined();
   });
 
   it("does not limit the key management service by default", async () => {
@@ -317,6 +367,15 @@ describe("with Redis", () => {
           });
           expect(answer.headers["retry-after"]).toBe("5");
         }
+      }
+      if (failure === "closed") {
+        // Retry-After on every protocol carried over plain HTTP, from the refusal's RetryInfo.
+        const connect = await wireCall(server.url, "connect-json", pools.listNodePools, list, auth);
+        expect({ http: connect.http, code: connect.code, retryAfter: connect.headers["retry-after"] }).toEqual({ http: 503, code: 14, retryAfter: "5" });
+        const grpcWeb = await grpcWebParts(server.url, pools.listNodePools, list, auth);
+        expect({ retryAfter: grpcWeb.headers["retry-after"], status: grpcWeb.trailer["grpc-status"] }).toEqual({ retryAfter: "5", status: "14" });
+        const grpc = await wireCall(server.url, "grpc", pools.listNodePools, list, auth);
+        expect({ code: grpc.code, retryAfter: grpc.headers["retry-after"] }).toEqual({ code: 14, retryAfter: undefined });
       }
       const lines = server.logs().split("\n").filter((line) => line.includes("Redis is unreachable"));
       expect(lines).toHaveLength(1);

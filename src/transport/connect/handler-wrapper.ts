@@ -7,9 +7,11 @@ import { statusPartsOf } from "../../errors/status-details.js";
 import { toConnectError } from "../../errors/to-connect-error.js";
 import type { ViolationList } from "../../errors/violation-list.js";
 import { requestIdOf } from "../../pipeline/call.js";
+import type { Call } from "../../pipeline/call.js";
 import { CallError } from "../../pipeline/call-error.js";
 import type { MethodTable } from "../../pipeline/method-table.js";
 import { grpcStatusHeaders } from "../grpc/grpc-status.js";
+import { retryAfterSeconds } from "../rest/status-json.js";
 import {
   codeToHttpStatus,
   contentTypeUnaryRegExp,
@@ -53,8 +55,9 @@ export interface WrapperSettings {
 // gRPC status goes out with grpc-message encoded as grpc-status.ts explains. The errors are told apart by their
 // code and by whether the pipeline had started (our errors carry an ErrorInfo; Connect's never do), never by
 // their text. Each protocol keeps its own error encoding: the Connect unary error JSON, gRPC trailers, the
-// gRPC-web trailer frame. A caller's timeout is capped before Connect reads it, so that Connect's own deadline
-// timer cannot overflow (timeout-headers.ts).
+// gRPC-web trailer frame; the refusals of the two carried over plain HTTP, Connect and gRPC-web, also get the HTTP
+// headers of a refusal (refusalHeaders), as REST and the XML surface do. A caller's timeout is capped before Connect
+// reads it, so that Connect's own deadline timer cannot overflow (timeout-headers.ts).
 export function wrapHandler(handler: UniversalHandler, settings: WrapperSettings): UniversalHandler {
   const entry = settings.table.of(handler.method);
   const domain = entry.policy.domain;
@@ -93,7 +96,7 @@ export function wrapHandler(handler: UniversalHandler, settings: WrapperSettings
       return toConnectError(ours, null);
     };
     if (res.body === undefined) return { ...res, header };
-    if (grpcWebContentTypeRegExp.test(contentType)) return { ...res, header, body: completeGrpcWebTrailer(res.body, complete) };
+    if (grpcWebContentTypeRegExp.test(contentType)) return completeGrpcWeb(res, res.body, header, complete, contextValues.get(callKey));
     if (grpcContentTypeRegExp.test(contentType)) {
       return res.trailer === undefined ? { ...res, header } : { ...res, header, body: completeGrpcTrailer(res.body, res.trailer, complete) };
     }
@@ -136,7 +139,59 @@ async function* completeGrpcTrailer(
   completeGrpcStatus(trailer, complete);
 }
 
-// gRPC-web: the status is in the last frame of the body; Connect yields each frame as one chunk.
+// gRPC-web: the status is in the last frame of the body. A refusal, a trailer frame that comes first (before any
+// message), gets the HTTP headers of a refusal besides (refusalHeaders), as a success gets the call's response
+// headers as HTTP headers: Connect puts an error's metadata in the trailer frame alone. Connect has read the first
+// frame before it answers (connect-node writes the headers after it), so waiting for it here holds nothing up.
+async function completeGrpcWeb(
+  res: UniversalServerResponse,
+  body: AsyncIterable<Uint8Array>,
+  header: Headers,
+  complete: (error: ConnectError) => ConnectError,
+  call: Call | undefined,
+): Promise<UniversalServerResponse> {
+  let refusal: ConnectError | undefined;
+  const frames = completeGrpcWebTrailer(body, (error) => (refusal = complete(error)))[Symbol.asyncIterator]();
+  const first = frames.next();
+  // Settled before the headers are decided; a failure of the body stays the body's, as it was.
+  await first.then(
+    () => undefined,
+    () => undefined,
+  );
+  if (refusal !== undefined) refusalHeaders(header, refusal, call?.responseHeaders ?? null);
+  return { ...res, header, body: replayed(first, frames) };
+}
+
+// `rest` with the result of its first next() given back first; closing it closes `rest`, so that Connect's cleanup
+// still runs when the caller has gone (connect-adapter.ts).
+function replayed(first: Promise<IteratorResult<Uint8Array>>, rest: AsyncIterator<Uint8Array>): AsyncIterable<Uint8Array> {
+  let pending: Promise<IteratorResult<Uint8Array>> | null = first;
+  const iterator: AsyncIterator<Uint8Array> = {
+    next: () => {
+      const result = pending ?? rest.next();
+      pending = null;
+      return result;
+    },
+    return: (value?: unknown) => rest.return?.(value) ?? Promise.resolve({ done: true, value: undefined }),
+  };
+  return { [Symbol.asyncIterator]: () => iterator };
+}
+
+// The HTTP headers of a refusal on Connect and gRPC-web, the protocols served here that travel over plain HTTP:
+// Retry-After from its RetryInfo (RESOURCE_EXHAUSTED, UNAVAILABLE), as REST and the XML surface send it
+// (retryAfterSeconds, CONTRACT section 4), and the call's response headers (X-RateLimit-* ...), which a Connect
+// error already carries as its metadata. Native gRPC keeps its status and the call's headers in its trailers.
+function refusalHeaders(header: Headers, error: ConnectError, callHeaders: readonly [string, string][] | null): void {
+  if (callHeaders !== null) {
+    // x-request-id is there already.
+    const present = new Set(header.keys());
+    for (const [name, value] of callHeaders) if (!present.has(name)) header.append(name, value);
+  }
+  const retryAfter = retryAfterSeconds(error);
+  if (retryAfter !== undefined && !header.has("retry-after")) header.set("retry-after", String(retryAfter));
+}
+
+// Connect yields each gRPC-web frame as one chunk.
 async function* completeGrpcWebTrailer(
   body: AsyncIterable<Uint8Array>,
   complete: (error: ConnectError) => ConnectError,
@@ -166,6 +221,8 @@ async function completeConnectError(
   const bytes = await readAllBytes(body, Number.MAX_SAFE_INTEGER);
   // Connect's own error JSON, always; read back without a fallback it could silently fall into.
   const error = complete(errorFromJsonBytes(bytes, undefined, new ConnectError("not a Connect error body", Code.Internal)));
+  // The call's response headers came as the error's metadata.
+  refusalHeaders(header, error, null);
   const json = errorToJsonBytes(error, jsonOptions);
   header.set("content-length", String(json.byteLength));
   // Completing may change the code; the HTTP status follows the code the body now says.
