@@ -45,7 +45,7 @@ export const reasons = {
   PERMISSION_DENIED: "The caller is authenticated but holds no grant whose role allows the method on the call's scope; ErrorInfo metadata names the permission and the scope.",
   API_KEY_WORKSPACE_MISMATCH: "The API key of x-api-key belongs to another workspace than the one x-workspace-id names.",
   AUTHENTICATION_RATE_LIMITED: "Too many failed authentications from the caller's address or for the client id; retry after the RetryInfo delay.",
-  RATE_LIMIT_EXCEEDED: "The credential made more calls of this HTTP method (GET, or POST with PATCH and DELETE) than the limit per minute or per day allows; ErrorInfo metadata gives method, limitPerMinute and limitPerDay, QuotaFailure the window, RetryInfo (and Retry-After) when it starts afresh.",
+  RATE_LIMIT_EXCEEDED: "The credential made more calls of this HTTP method (GET, or POST with PATCH and DELETE) than the limit per minute or per day allows; ErrorInfo metadata gives method, limitPerMinute and limitPerDay, QuotaFailure the window that holds the caller back longest (the day once it is spent), RetryInfo (and Retry-After) when it starts afresh.",
   RATE_LIMITER_UNAVAILABLE: "The shared store of the rate limits (Redis) cannot be reached and the server is set to refuse calls it cannot count (RATE_LIMIT_STORE_FAILURE=closed); retry after the RetryInfo delay.",
   AUDIT_UNAVAILABLE: "The call could not be recorded in the audit trail, so it was not carried out (or its result not returned); retry later.",
 } as const;

@@ -18,11 +18,13 @@ export function classWindows(limits: RateLimits, make: (keyPrefix: string, point
 
 // Counts one call of `key` in both windows and decides. Both at once: with Redis one round trip's wait rather than
 // two. A call the minute refuses is then given back to the day, so that a burst refused by the minute does not eat
-// the day's budget (one more round trip, on refusals only). Rejects when the store failed.
+// the day's budget (one more round trip, on refusals only); the day's count is still told to `decide`, which shows
+// the day when it is spent too. Rejects when the store failed.
 export async function takeFromWindows({ minute, day }: ClassWindows, key: string): Promise<Decision> {
   const [m, d] = await Promise.all([count(minute, key, "minute"), count(day, key, "day")]);
-  if (m.remaining < 0) await day.reward(key);
-  return decide(m, m.remaining < 0 ? null : d);
+  if (m.remaining >= 0) return decide(m, d);
+  await day.reward(key);
+  return decide(m, { ...d, remaining: d.remaining + 1 });
 }
 
 // One call counted in one window; a call over the limit comes back as a negative remainder.

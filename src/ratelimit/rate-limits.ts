@@ -28,8 +28,7 @@ export interface WindowState {
   resetMs: number;
 }
 
-// What a limiter says about one call: refused (by the window that ran out) or allowed, with the window to show
-// the caller (the refusing one, else the one with fewer calls left).
+// What a limiter says about one call: refused or allowed, with the window to show the caller (decide).
 export interface Decision {
   allowed: boolean;
   shown: WindowState;
@@ -44,11 +43,24 @@ export interface RateLimiter {
   close(): Promise<void>;
 }
 
-// The decision from both windows, of either store (library-windows.ts): a call the minute refuses is not counted
-// against the day (`day` is then null), so that a burst refused by the minute does not eat the day's budget.
-export function decide(minute: WindowState, day: WindowState | null): Decision {
-  if (minute.remaining < 0) return { allowed: false, shown: { ...minute, remaining: 0 } };
-  if (day === null) return { allowed: true, shown: minute };
-  if (day.remaining < 0) return { allowed: false, shown: { ...day, remaining: 0 } };
-  return { allowed: true, shown: day.remaining < minute.remaining ? day : minute };
+// The decision from both windows as this call left them, of either store (library-windows.ts). `remaining` is what
+// each window has left after the call, negative in a window that refused it; a call the minute refuses is not charged
+// to the day (its count comes without the call), so that a burst refused by the minute does not eat the day's budget.
+//
+// Refused: the window shown (in the message, QuotaFailure, RetryInfo, Retry-After and X-RateLimit-*) is the one that
+// holds the caller back longest, i.e. of the windows with nothing left, the one that starts afresh last. Once the
+// day is spent that is the day, also when the minute refused this call: a caller told to come back in a minute would
+// be refused again then, for the rest of the day. Allowed: the window with fewer calls left, and of two with as many,
+// the one that starts afresh later (its numbers hold for longer).
+export function decide(minute: WindowState, day: WindowState): Decision {
+  if (minute.remaining < 0 || day.remaining < 0) {
+    const blocking = minute.remaining > 0 ? day : day.remaining > 0 ? minute : later(minute, day);
+    return { allowed: false, shown: { ...blocking, remaining: 0 } };
+  }
+  const shown = day.remaining < minute.remaining || (day.remaining === minute.remaining && day.resetMs >= minute.resetMs) ? day : minute;
+  return { allowed: true, shown };
+}
+
+function later(a: WindowState, b: WindowState): WindowState {
+  return b.resetMs >= a.resetMs ? b : a;
 }

@@ -270,6 +270,50 @@ describe("the per-day limit", () => {
   });
 });
 
+describe("once the day's budget is spent", () => {
+  // The minute refuses calls the day would refuse too: the caller must hear of the day, or a client honouring
+  // Retry-After comes back every minute to be refused again for the rest of the day.
+  it("shows the day in every refusal, the minute's included, until the day ends", async () => {
+    freezeDate();
+    const catalog = tempDir();
+    const server = await startServer({ env: { ...documented, RATE_LIMIT_GET_PER_MINUTE: "3", RATE_LIMIT_GET_PER_DAY: "2", CATALOG_FILE: writeTestCatalog(catalog.path) } });
+    try {
+      const auth = { authorization: `Bearer ${server.token}` };
+      const limits = { minute: 3, day: 2 };
+      const day = 24 * 3600;
+      for (let i = 1; i <= 2; i++) {
+        const answer = await wireCall(server.url, "rest", pools.listNodePools, list, auth);
+        expect({ i, code: answer.code, ...rateHeaders(answer) }).toEqual({ i, code: 0, limit: "2", remaining: String(2 - i), reset: String(day) });
+      }
+      // The 3rd call the day refuses; the 4th, 5th and 6th the minute too.
+      for (const protocol of ["rest", "rest", "connect-json", "grpc-web", "grpc"] as const) {
+        const answer = await wireCall(server.url, protocol, pools.listNodePools, list, auth);
+        expect({ protocol, ...withoutHeaders(answer) }).toEqual({ protocol, ...refused(protocol, "GET", limits, "day", day) });
+        expect({ protocol, ...rateHeaders(answer), retryAfter: answer.headers["retry-after"] }).toEqual({
+          protocol,
+          limit: "2",
+          remaining: "0",
+          reset: String(day),
+          retryAfter: protocol === "grpc" ? undefined : String(day),
+        });
+      }
+      // A minute later, still the day, with a minute less to wait.
+      advance(60_000);
+      const later = await wireCall(server.url, "rest", pools.listNodePools, list, auth);
+      expect(withoutHeaders(later)).toEqual(refused("rest", "GET", limits, "day", day - 60));
+      expect({ ...rateHeaders(later), retryAfter: later.headers["retry-after"] }).toEqual({ limit: "2", remaining: "0", reset: String(day - 60), retryAfter: String(day - 60) });
+      // When the day ends, both windows start afresh.
+      advance((day - 60) * 1000);
+      const next = await wireCall(server.url, "rest", pools.listNodePools, list, auth);
+      expect({ code: next.code, ...rateHeaders(next) }).toEqual({ code: 0, limit: "2", remaining: "1", reset: String(day) });
+    } finally {
+      await server.stop();
+      catalog.remove();
+      vi.useRealTimers();
+    }
+  });
+});
+
 describe("on the virtualization API's XML surface", () => {
   it("counts POST /api/sessions with the REST service_auth it shares ServiceAuth with, by address, and refuses in XML", async () => {
     const server = await startServer({ env: documented });
@@ -333,6 +377,30 @@ describe("with Redis", () => {
       await second.stop();
       await first.stop();
       data.remove();
+      catalog.remove();
+    }
+  });
+
+  it("shows the spent day in the minute's refusals, as the memory store does", async () => {
+    const catalog = tempDir();
+    const server = await startServer({
+      env: { ...documented, RATE_LIMIT_GET_PER_MINUTE: "3", RATE_LIMIT_GET_PER_DAY: "2", REDIS_URL, RATE_LIMIT_KEY_PREFIX: `${prefix}:day`, CATALOG_FILE: writeTestCatalog(catalog.path) },
+    });
+    try {
+      const auth = { authorization: `Bearer ${server.token}` };
+      for (let i = 1; i <= 2; i++) expect((await wireCall(server.url, "rest", pools.listNodePools, list, auth)).code).toBe(0);
+      for (let i = 3; i <= 6; i++) {
+        const answer = await wireCall(server.url, i % 2 === 0 ? "rest" : "connect-json", pools.listNodePools, list, auth);
+        // Redis's clock: the day opened by the first call, a moment ago.
+        const seconds = Number(answer.headers["retry-after"]);
+        expect(seconds).toBeGreaterThan(24 * 3600 - 30);
+        expect(seconds).toBeLessThanOrEqual(24 * 3600);
+        const protocol = i % 2 === 0 ? "rest" : "connect-json";
+        expect({ i, ...withoutHeaders(answer) }).toEqual({ i, ...refused(protocol, "GET", { minute: 3, day: 2 }, "day", seconds) });
+        expect({ i, ...rateHeaders(answer) }).toEqual({ i, limit: "2", remaining: "0", reset: String(seconds) });
+      }
+    } finally {
+      await server.stop();
       catalog.remove();
     }
   });

@@ -52,6 +52,31 @@ describe("MemoryRateLimiter", () => {
     expect(await take()).toEqual({ allowed: true, shown: { window: "minute", limit: 3, remaining: 2, resetMs: 60_000 } });
   });
 
+  it("shows the window that holds the caller back longest: the spent day in the minute's refusals too", async () => {
+    const limiter = new MemoryRateLimiter({ GET: { perMinute: 3, perDay: 2 }, POST: limits.POST });
+    const take = () => limiter.take("GET", "k");
+    const day = (remaining: number, resetMs: number) => ({ window: "day", limit: 2, remaining, resetMs });
+    expect(await take()).toEqual({ allowed: true, shown: day(1, 86_400_000) });
+    expect(await take()).toEqual({ allowed: true, shown: day(0, 86_400_000) });
+    // Refused by the day, then by the minute as well: the day either way, not "retry in 60 s".
+    expect(await take()).toEqual({ allowed: false, shown: day(0, 86_400_000) });
+    expect(await take()).toEqual({ allowed: false, shown: day(0, 86_400_000) });
+    expect(await take()).toEqual({ allowed: false, shown: day(0, 86_400_000) });
+    advance(60_000);
+    expect(await take()).toEqual({ allowed: false, shown: day(0, 86_340_000) });
+  });
+
+  it("shows the minute when the day ends first, and of two windows with as many calls left the later", async () => {
+    const limiter = new MemoryRateLimiter({ GET: { perMinute: 1, perDay: 2 }, POST: { perMinute: 2, perDay: 2 } });
+    expect(await limiter.take("GET", "k")).toEqual({ allowed: true, shown: { window: "minute", limit: 1, remaining: 0, resetMs: 60_000 } });
+    // Ten seconds before the day ends: its last call, then a refusal by the minute, which ends 50 s after the day.
+    advance(86_390_000);
+    expect(await limiter.take("GET", "k")).toEqual({ allowed: true, shown: { window: "minute", limit: 1, remaining: 0, resetMs: 60_000 } });
+    expect(await limiter.take("GET", "k")).toEqual({ allowed: false, shown: { window: "minute", limit: 1, remaining: 0, resetMs: 60_000 } });
+    // One call left in each: the day's numbers hold longer.
+    expect(await limiter.take("POST", "k")).toEqual({ allowed: true, shown: { window: "day", limit: 2, remaining: 1, resetMs: 86_400_000 } });
+  });
+
   it("keeps the classes and the keys apart", async () => {
     const limiter = new MemoryRateLimiter(limits);
     expect((await limiter.take("POST", "k"))!.allowed).toBe(true);
