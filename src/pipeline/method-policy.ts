@@ -34,7 +34,7 @@ export interface MethodPolicy {
   // Which rate limits the call counts against, by the HTTP method of its google.api.http rule whatever protocol
   // carries it; null for the infrastructure services, which have no rule and are never limited.
   rateClass: RateClass | null;
-  // The resource the call names, for the audit trail.
+  // The resource the call names, for the audit trail: its REST path, the request's ids percent-encoded in it.
   resource: (request: Message) => string;
 }
 
@@ -90,14 +90,20 @@ export function policyOf(method: DescMethod): MethodPolicy {
     scope: scopeOf(method, where, policy.public, policy.scope),
     audited: domainOf(service) === "kms" || !readOnly.has(mapping.httpMethod),
     rateClass: rateClassOf(mapping.httpMethod),
-    resource: resourcePathOf(method.input, resourceTemplateOf(method, mapping.path, policy.scope)),
+    resource: resourcePathOf(method.input, templateOf(method, mapping.path, policy.scope)),
   };
 }
 
-// The path that names the resource of a call in the audit trail: the method's own REST path, unless the method
-// names a key by id without its path saying so (Encrypt, Decrypt: POST /v1/encrypt). Then it is the path of the key
-// itself, as the service's GET of one key maps it (/v1/keys/{key_id}), so that a key's trail lists its every use.
-function resourceTemplateOf(method: DescMethod, own: string, scope: { kind: Scope_Kind; field: string } | undefined): string {
+// The path template that names the resource of a call in the audit trail (for a method with a policy and a
+// google.api.http mapping): the method's own REST path, unless the method names a key by id without its path saying
+// so (Encrypt, Decrypt: POST /v1/encrypt). Then it is the path of the key itself, as the service's GET of one key
+// maps it (/v1/keys/{key_id}), so that a key's trail lists its every use.
+export function resourceTemplateOf(method: DescMethod): string {
+  const where = `${method.parent.typeName}.${method.name}`;
+  return templateOf(method, httpMappingOf(method, where).path, getOption(method, method_policy).scope);
+}
+
+function templateOf(method: DescMethod, own: string, scope: { kind: Scope_Kind; field: string } | undefined): string {
   if (scope?.kind !== Scope_Kind.KMS_KEY) return own;
   const variable = new RegExp(`\\{${scope.field.replaceAll(".", "\\.")}(=[^}]*)?\\}`);
   if (variable.test(own)) return own;

@@ -4,6 +4,7 @@ import { statusPartsOf } from "../../errors/status-details.js";
 import type { AuditTrail } from "../../identity/audit-trail.js";
 import type { Clock } from "../../shared/clock.js";
 import type { Call } from "../call.js";
+import { MAX_NAMED_CHARS } from "../request-fields.js";
 import { CallError } from "../call-error.js";
 import type { Stage } from "../stage.js";
 
@@ -11,13 +12,11 @@ const INTERNAL = 13;
 
 // What a record says of the request (its scope and resource) is read from the caller's ids, which a refused call
 // has not had validated: a GetCryptoKey with a 4 MB key id, refused as INVALID_ARGUMENT, stored its 4 MB in the
-// trail. Valid ids are at most 128 characters, so every valid scope and resource fits whole in this.
-const MAX_NAMED = 256;
-
+// trail. The resource is cut where it is made (`resourcePathOf`), the scope here.
 function bounded(text: string): string {
-  if (text.length <= MAX_NAMED) return text;
+  if (text.length <= MAX_NAMED_CHARS) return text;
   // Not between the two halves of a surrogate pair.
-  const end = /[\uD800-\uDBFF]/.test(text.charAt(MAX_NAMED - 1)) ? MAX_NAMED - 1 : MAX_NAMED;
+  const end = /[\uD800-\uDBFF]/.test(text.charAt(MAX_NAMED_CHARS - 1)) ? MAX_NAMED_CHARS - 1 : MAX_NAMED_CHARS;
   return `${text.slice(0, end)}...(${text.length} characters)`;
 }
 
@@ -52,7 +51,8 @@ export function auditStage(trail: AuditTrail, clock: Clock): Stage {
       method: call.entry.name,
       protocol: call.protocol,
       scope: bounded(call.scope),
-      resource: bounded(policy.resource(call.request)),
+      // Its ids percent-encoded as a REST URL carries them, and cut (src/pipeline/request-fields.ts).
+      resource: policy.resource(call.request),
       code,
       requestId: call.requestId,
     });
