@@ -46,6 +46,11 @@ describe("the audit trail stored a batch to a row", () => {
     expect(batchInRange(batches[1]!, { since: 4, until: 5, limit: 1 })).toBe(true);
   });
 
+  it("selects by a resource path its sub-resources and custom methods, not a resource whose id only starts alike", () => {
+    const batches = [encodeBatch([record(1, "p-1", "/cluster/v1/vdc-a/tasks/t1:wait"), record(2, "p-1", "/cluster/v1/vdc-a/tasks/t1/x"), record(3, "p-1", "/cluster/v1/vdc-a/tasks/t10:wait")])];
+    expect(selectRecords(batches, { resource: "/cluster/v1/vdc-a/tasks/t1", limit: 10 }).map((r) => r.at)).toEqual([1, 2]);
+  });
+
   it("answers the operator's queries from the embedded store, a batch spanning the range included", async () => {
     const db = new Database(":memory:");
     migrate(db);
