@@ -27,7 +27,9 @@ server runs: a change takes effect within a second.
   audit [--since T] [--until T] [--principal ACCOUNT] [--resource R] [--limit N]
                                                  print audit records from --since up to (not including) --until,
                                                  oldest first (T: ISO 8601 time); at most N of them, 1000 by
-                                                 default: when more match, stderr says so and how to see the rest
+                                                 default: when more match, stderr says so and how to see the rest.
+                                                 R: a scope (kms-namespace:payments), or a REST path (/v1/keys/ID)
+                                                 and what is under it, its ids percent-encoded as in a URL
   audit prune --before T                         delete the audit records older than T for good (the server itself
                                                  deletes those older than AUDIT_RETENTION_SECONDS, 90 days by default)
 
@@ -184,8 +186,11 @@ export async function runAdminCommand(argv: string[], ctx: AdminContext): Promis
         if (account === undefined) ctx.note(`no service account has id or name "${printable(principal, 128)}": showing the records of principal id "${printable(principal, 128)}" as given`);
         principal = account?.id ?? principal;
       }
+      // A resource path names ids percent-encoded, as a REST URL does, and the trail writes escapes in upper case
+      // (%2F); an operator may paste them from a URL in lower case.
+      const resource = values.resource?.startsWith("/") === true ? values.resource.replace(/%[0-9a-f]{2}/gi, (e) => e.toUpperCase()) : values.resource;
       // One more than shown, to know whether the limit cut.
-      const records = await ctx.audit.query({ since, until, principal, resource: values.resource, limit: limit + 1 });
+      const records = await ctx.audit.query({ since, until, principal, resource, limit: limit + 1 });
       const shown = records.slice(0, limit);
       for (const r of shown) out(auditLine(r), { ...r, at: iso(r.at) });
       if (records.length > limit) {
