@@ -218,6 +218,15 @@ describe("rejected requests", () => {
     await expectInvalid(await call("GET", "/v1/keys/k1/versions/abc"), "REQUEST_INVALID", "keyVersionId");
   });
 
+  test("an integer of the path or query that is not decimal digits, which proto-JSON would read as a number", async () => {
+    for (const text of ["0x1", "0b1", "0o1", "1e0", "1.0", "+1", " 1"]) {
+      const path = await call("GET", `/v1/keys/k1/versions/${encodeURIComponent(text)}`);
+      await expectInvalid(path, "REQUEST_INVALID", "keyVersionId");
+      expect(path.body["message"], text).toBe("keyVersionId: invalid value in the URL path; expected a 32-bit integer (number or decimal string)");
+      await expectInvalid(await call("GET", `/v1/keys?parentId=a&page.limit=${encodeURIComponent(text)}`), "REQUEST_INVALID", "page.limit");
+    }
+  });
+
   test("malformed JSON", async () => {
     const res = await call("POST", "/v1/encrypt", '{"plaintext": "c2VjcmV0');
     await expectInvalid(res, "MALFORMED_BODY", "");

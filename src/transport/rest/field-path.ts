@@ -71,7 +71,21 @@ export function isTextField(field: DescField): boolean {
   }
 }
 
-type JsonLeaf = string | number | boolean;
+type JsonLeaf = string | number | boolean | [string];
+
+const INTEGERS = new Set<ScalarType | undefined>([
+  ScalarType.INT32,
+  ScalarType.INT64,
+  ScalarType.UINT32,
+  ScalarType.UINT64,
+  ScalarType.SINT32,
+  ScalarType.SINT64,
+  ScalarType.FIXED32,
+  ScalarType.FIXED64,
+  ScalarType.SFIXED32,
+  ScalarType.SFIXED64,
+]);
+const DECIMAL = /^-?[0-9]+$/;
 
 // Turns URL text into the JSON value proto-JSON expects for the field, so that fromJson applies its rules once for
 // body, path and query alike. Text that cannot be converted is passed through unchanged; fromJson then rejects it
@@ -82,6 +96,10 @@ export function textToJson(field: DescField, text: string): JsonLeaf {
     const wrapped = isWrapperDesc(field.message) ? field.message.fields[0] : undefined;
     return wrapped === undefined ? text : textToJson(wrapped, text);
   }
+  // An integer of a URL is decimal digits, as grpc-gateway parses it (base 10). proto-JSON also reads "0x10", "0b11",
+  // "1e1" and "1.0" as integers (protobuf-es reads the text as Number() does), which gave one key version many paths
+  // (/versions/0x1, /versions/1e0): such a text is handed on as a value of no integer's form, refused as any other.
+  if (INTEGERS.has(field.scalar) && !DECIMAL.test(text)) return [text];
   // Numbers stay strings: proto-JSON accepts "3" for every numeric type, and keeps 64-bit values exact.
   if (field.scalar !== ScalarType.BOOL) return text;
   const lower = text.toLowerCase();
