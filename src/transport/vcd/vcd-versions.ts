@@ -8,12 +8,19 @@ export function negotiateVersion(accept: string | undefined, supported: readonly
   for (const range of accept.split(",")) {
     const [type, ...params] = range.split(";").map((part) => part.trim());
     if (type === undefined || !type.toLowerCase().startsWith("application/")) continue;
+    const versions: string[] = [];
+    let acceptable = true;
     for (const param of params) {
       const eq = param.indexOf("=");
-      if (eq < 0 || param.slice(0, eq).trim().toLowerCase() !== "version") continue;
-      const version = param.slice(eq + 1).trim().replace(/^"|"$/g, "");
-      if (supported.includes(version)) return version;
+      if (eq < 0) continue;
+      const name = param.slice(0, eq).trim().toLowerCase();
+      const value = param.slice(eq + 1).trim().replace(/^"|"$/g, "");
+      if (name === "version") versions.push(value);
+      // A weight of 0 marks the range "not acceptable" (RFC 9110 12.4.2): it names no version to answer in.
+      else if (name === "q") acceptable = !/^0(\.0{0,3})?$/.test(value);
     }
+    const version = acceptable ? versions.find((v) => supported.includes(v)) : undefined;
+    if (version !== undefined) return version;
   }
   return null;
 }
