@@ -131,6 +131,15 @@ describe("an instantiation refused", () => {
       [foreign, `source: "${foreign}" is not a vApp template href of this site: ${site(server.url)}/api/vAppTemplate/vappTemplate-<id>`],
       [templateHref(server.url, "0badc0de-0000-4000-8000-000000000000"), 'source: no vApp template has the id "0badc0de-0000-4000-8000-000000000000"'],
       [`${site(server.url)}/api/vdc/${MOSCOW}`, `source: "${site(server.url)}/api/vdc/${MOSCOW}" is not a vApp template href of this site: ${site(server.url)}/api/vAppTemplate/vappTemplate-<id>`],
+      // The template's own href in forms the URL parser rewrites (a probe, 2026-11-27): user information, a fragment,
+      // a query, dot segments.
+      ...[
+        templateHref(server.url, UBUNTU).replace("https://", "https://user:pw@"),
+        `${templateHref(server.url, UBUNTU)}#frag`,
+        `${templateHref(server.url, UBUNTU)}?x=1`,
+        templateHref(server.url, UBUNTU).replace("/api/vAppTemplate/", "/api/nope/../vAppTemplate/"),
+        templateHref(server.url, UBUNTU).replace("/api/vAppTemplate/", "/api/./vAppTemplate/"),
+      ].map((href): [string, string] => [href, `source: "${href}" is not a vApp template href of this site: ${site(server.url)}/api/vAppTemplate/vappTemplate-<id>`]),
     ];
     for (const [source, message] of cases) {
       const res = await unchanged(() => instantiate(server.url, server.token, MOSCOW, good({ source })));

@@ -126,7 +126,7 @@ export class VAppManager {
     let id = source;
     if (source.includes("/")) {
       const url = URL.canParse(source) ? new URL(source) : null;
-      if (url === null || url.protocol !== "https:" || url.host !== hostOf(site) || !url.pathname.startsWith(TEMPLATE_PATH) || url.search !== "") {
+      if (url === null || url.protocol !== "https:" || url.host !== hostOf(site) || !url.pathname.startsWith(TEMPLATE_PATH) || !isPlainHref(source, url)) {
         bad.push({ field: "source", description: `${JSON.stringify(source)} is not a vApp template href of this site: https://${site}${TEMPLATE_PATH}<id>` });
         return null;
       }
@@ -208,6 +208,15 @@ function checkDescription(v: Violations, description: string): void {
 // The site's host as an https URL's host reads: lower case, without the default port 443, percent-encodings and IP
 // literals in their canonical form. The hrefs this server writes carry the Host the caller sent as it was sent
 // ("x.example:443"); compared as text with the URL's host ("x.example"), such an href of our own was refused.
+// An href as this site writes one: no user information, query or fragment, and its path as written, with no dot
+// segment or other form the URL parser would rewrite (https://u:p@host/..., /api/x/../vAppTemplate/..., #frag
+// were taken as the template's href).
+function isPlainHref(source: string, url: URL): boolean {
+  if (url.username !== "" || url.password !== "" || source.includes("?") || source.includes("#")) return false;
+  const authorityEnd = source.indexOf("/", source.indexOf("//") + 2);
+  return authorityEnd >= 0 && source.slice(authorityEnd) === url.pathname;
+}
+
 function hostOf(site: string): string {
   const text = `https://${site}/`;
   return URL.canParse(text) ? new URL(text).host : site.toLowerCase();
