@@ -300,6 +300,15 @@ const migrations: { version: number; sql: string }[] = [
       CREATE INDEX vapp_tasks_finished ON vapp_tasks (ended_at) WHERE status IN ('success', 'error');
     `,
   },
+  {
+    // A next rotation time past google.protobuf.Timestamp's last millisecond, 9999-12-31T23:59:59.999Z, which servers
+    // before 2026-11-27 stored (9999-12-31T23:59:59.9995Z rounded up, or gRPC seconds past the maximum): it made the
+    // key and every list of its namespace fail to be written as JSON. Such a key rotates at that last millisecond.
+    version: 10,
+    sql: `
+      UPDATE kms_keys SET next_rotation_at = 253402300799999 WHERE next_rotation_at > 253402300799999;
+    `,
+  },
 ];
 
 export function migrate(db: Database.Database): void {
