@@ -143,6 +143,8 @@ const floods: Flood[] = [
     violations: tooManyExtra(1_333_333),
   },
   {
+    // Refused at the first unknown member, as REST refuses it (docs/callers.md); until 2026-11-27 Connect's JSON
+    // ignored unknown members, and this flood was refused for their number.
     name: "Connect JSON CreateCryptoKey with 350,000 unknown members (4 MB)",
     bounds: BIG,
     prepare: ({ url }) => {
@@ -150,8 +152,8 @@ const floods: Flood[] = [
       return () => connectCall(url, CREATE, body, "application/json");
     },
     httpStatus: 400,
-    reason: "REQUEST_INVALID",
-    violations: tooManyExtra(350_000),
+    reason: "UNKNOWN_FIELD",
+    violations: [{ field: "f0", description: 'unknown field "f0" in kms.v1.CreateCryptoKeyRequest' }],
   },
   {
     name: "Connect JSON and REST bodies of 2,000,000 nested arrays (4 MB)",
