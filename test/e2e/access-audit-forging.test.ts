@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { KeyManagerService } from "../../gen/kms/v1/kms_pb.js";
 import { adminJson, makePrincipal } from "../support/principals.js";
-import type { Principal } from "../support/principals.js";
+import type { AuditJsonLine, Principal } from "../support/principals.js";
 import { startServer } from "../support/server.js";
 import type { TestServer } from "../support/server.js";
 import { wireCall } from "../support/wire-call.js";
@@ -17,14 +17,6 @@ import type { WireAnswer, WireProtocol } from "../support/wire-call.js";
 
 const kms = KeyManagerService.method;
 
-interface AuditLine {
-  principal: string;
-  method: string;
-  protocol: string;
-  scope: string;
-  resource: string;
-  code: number;
-}
 
 let server: TestServer;
 let owner: Principal;
@@ -69,11 +61,11 @@ afterAll(async () => {
   await server?.stop();
 });
 
-const rows = (lines: AuditLine[]) => lines.map((l) => [l.principal === owner.id ? "owner-b" : l.principal === forger.id ? "ed-a" : l.principal, l.method.split("/")[1], l.protocol, l.scope, l.resource, l.code]);
+const rows = (lines: AuditJsonLine[]) => lines.map((l) => [l.principal === owner.id ? "owner-b" : l.principal === forger.id ? "ed-a" : l.principal, l.method.split("/")[1], l.protocol, l.scope, l.resource, l.code]);
 
 describe("a caller's ids cannot plant records in another namespace's key trail", () => {
   it("the victim key's trail, as `audit --resource /v1/keys/<id>` filters it, holds the real calls on that key only", async () => {
-    const trail = await adminJson<AuditLine>(server.dataDir, ["audit", "--since", since, "--resource", `/v1/keys/${victim}`]);
+    const trail = await adminJson<AuditJsonLine>(server.dataDir, ["audit", "--since", since, "--resource", `/v1/keys/${victim}`]);
     expect(rows(trail)).toEqual([
       ["owner-b", "Encrypt", "rest", "kms-namespace:nsb", `/v1/keys/${victim}`, 0],
       ["owner-b", "CreateCryptoKeyVersion", "grpc", "kms-namespace:nsb", `/v1/keys/${victim}/versions`, 0],
@@ -82,7 +74,7 @@ describe("a caller's ids cannot plant records in another namespace's key trail",
       ["ed-a", "GetCryptoKey", "grpc", "kms-namespace:nsb", `/v1/keys/${victim}`, 5],
     ]);
     // The namespace's trail likewise: its key's creation and the calls above, not a scope that only starts like it.
-    const scope = await adminJson<AuditLine>(server.dataDir, ["audit", "--since", since, "--resource", "kms-namespace:nsb"]);
+    const scope = await adminJson<AuditJsonLine>(server.dataDir, ["audit", "--since", since, "--resource", "kms-namespace:nsb"]);
     expect(rows(scope).map((r) => r.slice(0, 2))).toEqual([
       ["owner-b", "CreateCryptoKey"],
       ["owner-b", "Encrypt"],
@@ -93,7 +85,7 @@ describe("a caller's ids cannot plant records in another namespace's key trail",
   });
 
   it("records each forging attempt with the id it sent percent-encoded, found by its principal", async () => {
-    const attempts = await adminJson<AuditLine>(server.dataDir, ["audit", "--since", since, "--principal", "ed-a"]);
+    const attempts = await adminJson<AuditJsonLine>(server.dataDir, ["audit", "--since", since, "--principal", "ed-a"]);
     const attempt = (protocol: string): unknown[][] => [
       ["ed-a", "Encrypt", protocol, "", `/v1/keys/${victim}%2Fversions%2F1`, 5],
       ["ed-a", "Encrypt", protocol, "", `/v1/keys/${victim}%2Fversions%2F1%2Fdisable`, 5],
@@ -109,7 +101,7 @@ describe("a caller's ids cannot plant records in another namespace's key trail",
   });
 
   it("finds an attempt by the path it made, escapes in either case, and everything under it", async () => {
-    const byPath = await adminJson<AuditLine>(server.dataDir, ["audit", "--since", since, "--resource", `/v1/keys/${victim}%2fversions%2f1`]);
+    const byPath = await adminJson<AuditJsonLine>(server.dataDir, ["audit", "--since", since, "--resource", `/v1/keys/${victim}%2fversions%2f1`]);
     expect(rows(byPath).map((r) => [r[1], r[2], r[4]])).toEqual([
       ["Encrypt", "rest", `/v1/keys/${victim}%2Fversions%2F1`],
       ["DisableCryptoKeyVersion", "rest", `/v1/keys/${victim}%2Fversions%2F1/versions/1/disable`],

@@ -6,7 +6,7 @@ import { NodePoolService } from "../../gen/compute/cluster/v1/node_pool_pb.js";
 import { KeyManagerService } from "../../gen/kms/v1/kms_pb.js";
 import { adminCredentials } from "../support/credentials.js";
 import { adminJson, makePrincipal } from "../support/principals.js";
-import type { Principal } from "../support/principals.js";
+import type { AuditJsonLine, Principal } from "../support/principals.js";
 import { startServer } from "../support/server.js";
 import type { TestServer } from "../support/server.js";
 import { tempDir } from "../support/temp-dir.js";
@@ -24,16 +24,6 @@ import { CLUSTER, FLAVOR, VDC, writeTestCatalog } from "./compute-helpers.js";
 const NS = "orders";
 const kms = KeyManagerService.method;
 
-interface AuditLine {
-  at: string;
-  principal: string;
-  method: string;
-  protocol: string;
-  scope: string;
-  resource: string;
-  code: number;
-  requestId: string;
-}
 
 let server: TestServer;
 let catalogDir: ReturnType<typeof tempDir>;
@@ -107,7 +97,7 @@ describe("the audit trail of a scenario, read with cloudplane-admin audit --json
   });
 
   it("lists its calls in order, with principals, methods, protocols, scopes, resources, codes and request ids", async () => {
-    const lines = await adminJson<AuditLine>(server.dataDir, ["audit", "--since", since]);
+    const lines = await adminJson<AuditJsonLine>(server.dataDir, ["audit", "--since", since]);
     const rows = lines.map(({ at: _at, requestId, ...rest }) => ({ ...rest, requestId: requestId.startsWith("scenario-") ? requestId : "<generated>" }));
     expect(rows).toEqual([
       { principal: owner.id, method: "compute.auth.v2.AuthService/ServiceAuth", protocol: "rest", scope: "", resource: "/public/v2/service_auth", code: 0, requestId: "<generated>" },
@@ -133,20 +123,20 @@ describe("the audit trail of a scenario, read with cloudplane-admin audit --json
   });
 
   it("filters by principal (name or id) and by resource", async () => {
-    const byName = await adminJson<AuditLine>(server.dataDir, ["audit", "--since", since, "--principal", "orders-encrypter"]);
+    const byName = await adminJson<AuditJsonLine>(server.dataDir, ["audit", "--since", since, "--principal", "orders-encrypter"]);
     expect(byName.map((l) => [l.principal, l.method, l.code])).toEqual([
       [encrypter.id, "compute.auth.v2.AuthService/ServiceAuth", 0],
       [encrypter.id, "kms.v1.KeyManagerService/DestroyCryptoKey", 7],
     ]);
-    expect(await adminJson<AuditLine>(server.dataDir, ["audit", "--since", since, "--principal", encrypter.id])).toEqual(byName);
-    const byScope = await adminJson<AuditLine>(server.dataDir, ["audit", "--since", since, "--resource", `kms-namespace:${NS}`]);
+    expect(await adminJson<AuditJsonLine>(server.dataDir, ["audit", "--since", since, "--principal", encrypter.id])).toEqual(byName);
+    const byScope = await adminJson<AuditJsonLine>(server.dataDir, ["audit", "--since", since, "--resource", `kms-namespace:${NS}`]);
     expect(byScope.map((l) => l.method)).toEqual(["kms.v1.KeyManagerService/CreateCryptoKey", "kms.v1.KeyManagerService/Encrypt", "kms.v1.KeyManagerService/Decrypt"]);
   });
 
   // An Encrypt or Decrypt names its key in the body, not in its REST path (/v1/encrypt): its record names the key
   // by the key's own path, so that a key's trail lists its every use, as Cloud KMS's data access logs do.
   it("names the key an Encrypt or Decrypt used, so that a key's trail lists them", async () => {
-    const byKey = await adminJson<AuditLine>(server.dataDir, ["audit", "--since", since, "--resource", `/v1/keys/${keyId}`]);
+    const byKey = await adminJson<AuditJsonLine>(server.dataDir, ["audit", "--since", since, "--resource", `/v1/keys/${keyId}`]);
     expect(byKey.map((l) => l.method)).toEqual(["kms.v1.KeyManagerService/Encrypt", "kms.v1.KeyManagerService/Decrypt", "kms.v1.KeyManagerService/DestroyCryptoKey"]);
   });
 });

@@ -66,6 +66,18 @@ export function runAdminCli(dataDir: string, args: string[], env: Record<string,
   });
 }
 
+// One record of `cloudplane-admin audit --json`: src/identity/identity-model.ts's AuditRecord, its time in ISO 8601.
+export interface AuditJsonLine {
+  at: string;
+  principal: string;
+  method: string;
+  protocol: string;
+  scope: string;
+  resource: string;
+  code: number;
+  requestId: string;
+}
+
 // Runs the command with --json and parses its lines; throws with its stderr when it fails.
 export async function adminJson<T>(dataDir: string, args: string[]): Promise<T[]> {
   const result = await runAdminCli(dataDir, ["--json", ...args]);
