@@ -66,17 +66,8 @@ export function runAdminCli(dataDir: string, args: string[], env: Record<string,
   });
 }
 
-// One record of `cloudplane-admin audit --json`: src/identity/identity-model.ts's AuditRecord, its time in ISO 8601.
-export interface AuditJsonLine {
-  at: string;
-  principal: string;
-  method: string;
-  protocol: string;
-  scope: string;
-  resource: string;
-  code: number;
-  requestId: string;
-}
+// One record of `cloudplane-admin audit --json`: an AuditRecord with its time in ISO 8601.
+export type AuditJsonLine = Omit<AuditRecord, "at"> & { at: string };
 
 // Runs the command with --json and parses its lines; throws with its stderr when it fails.
 export async function adminJson<T>(dataDir: string, args: string[]): Promise<T[]> {
