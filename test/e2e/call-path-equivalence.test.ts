@@ -167,3 +167,37 @@ describe("the direct adapters answer as connect-node does", () => {
     expect(sides.direct.server.logs()).toContain("injected fault");
   });
 });
+
+// A refusal that carries headers a stage added: the rate-limit stage's X-RateLimit-* (a probe, 2026-11-27, found the
+// direct path sending them in the headers as well as the trailers, the reference in the trailers only).
+describe("a rate-limited gRPC call answers alike on both paths", () => {
+  const sides: Record<"direct" | "connect", Side> = {} as never;
+  const env = { RATE_LIMIT_SERVICES: "kms.v1.KeyManagerService", RATE_LIMIT_GET_PER_MINUTE: "1", RATE_LIMIT_GET_PER_DAY: "100" };
+
+  beforeAll(async () => {
+    for (const callPath of ["direct", "connect"] as const) {
+      const server = await startServer({ env: { CALL_PATH: callPath, ...env } });
+      const client = createClient(KeyManagerService, createGrpcTransport({ baseUrl: server.url, interceptors: [adminAuthInterceptor(server.url)] }));
+      const key = await client.createCryptoKey({ parentId: "equivalence", name: "k" });
+      sides[callPath] = { server, keyId: key.id };
+    }
+  });
+  afterAll(async () => {
+    for (const side of Object.values(sides)) await side.server.stop();
+  });
+
+  it("in headers, trailers and status", async () => {
+    const probe = async (side: Side): Promise<unknown> => {
+      const call = () => rawCall(side.server.url, "/kms.v1.KeyManagerService/GetCryptoKey", binary(GetCryptoKeyRequestSchema, { keyId: side.keyId }), { "x-request-id": "eq-1", ...adminAuth(side.server.url) });
+      expect((await call()).trailers["grpc-status"]).toBe("0");
+      const refused = await call();
+      // Seconds to the window's end: the two servers' windows opened a moment apart.
+      const seconds = (headers: object) => ({ ...headers, ...("x-ratelimit-reset" in headers ? { "x-ratelimit-reset": "<s>" } : {}) });
+      return masked(side, { headers: seconds(refused.headers), trailers: seconds(refused.trailers) });
+    };
+    const direct = (await probe(sides.direct)) as { headers: Record<string, string>; trailers: Record<string, string> };
+    expect(direct.trailers["grpc-status"]).toBe("8");
+    expect(direct.trailers["x-ratelimit-limit"]).toBe("1");
+    expect(direct).toEqual(await probe(sides.connect));
+  });
+});

@@ -249,7 +249,9 @@ export class GrpcUnaryAdapter {
     // Thrown past the stages (a fault of a stage itself, or a server run without stages): mapped here.
     const error = thrown instanceof CallError ? thrown : callErrorOf(thrown, call.entry.policy.domain, call.requestId);
     if (error !== thrown && error.internal) this.logger.error({ requestId: call.requestId, err: thrown }, "call failed outside the pipeline's error stage");
-    this.respondWithError(stream, error, call.responseHeaders, call.responseHeaders);
+    // As Connect answers a failed call: the request id in the headers, the headers the stages added (x-ratelimit-*
+    // of a rate-limit refusal) in the trailers with the status. They went in both, which Connect's path did not do.
+    this.respondWithError(stream, error, [["x-request-id", call.requestId]], call.responseHeaders);
   }
 
   // Refused before the pipeline: the request is not a message of the method.
