@@ -92,3 +92,25 @@ describe("rotationPeriod", () => {
     expect(exact.code, exact.message).toBe(0);
   });
 });
+
+describe("a nextRotationTime that names no moment (RFC 3339 5.7)", () => {
+  it("is INVALID_ARGUMENT naming the field on REST and Connect's JSON, not another day; nothing is written", async () => {
+    const id = await rotatingKey();
+    const description = 'invalid value; expected an RFC 3339 timestamp, e.g. "2024-01-31T12:00:00Z"';
+    for (const time of ["2031-02-30T00:00:00Z", "2031-02-29T00:00:00Z", "2031-04-31T12:00:00Z", "2031-06-15T24:00:00Z"]) {
+      const body = JSON.stringify({ key: { id, nextRotationTime: time }, updateMask: "nextRotationTime" });
+      const before = storeSnapshot(server.dataDir, { except: notWrittenByCalls });
+      const rest = await fetch(`${server.url}/v1/keys/${id}`, { method: "PATCH", headers: { ...adminAuth(server.url), "content-type": "application/json" }, body });
+      expect([time, rest.status, ((await rest.json()) as { message: string }).message]).toEqual([time, 400, `key.nextRotationTime: ${description}`]);
+      const connect = await fetch(`${server.url}/kms.v1.KeyManagerService/UpdateCryptoKey`, {
+        method: "POST",
+        headers: { ...adminAuth(server.url), "content-type": "application/json", "connect-protocol-version": "1" },
+        body,
+      });
+      expect([time, connect.status, await connect.json()]).toEqual([time, 400, expect.objectContaining({ code: "invalid_argument", message: `key.nextRotationTime: ${description}` })]);
+      expect(storeSnapshot(server.dataDir, { except: notWrittenByCalls })).toEqual(before);
+    }
+    const real = await call("rest", kms.updateCryptoKey, { key: { id, nextRotationTime: { seconds: 1929744000n } }, updateMask: mask("next_rotation_time") });
+    expect([real.code, real.response]).toEqual([0, expect.objectContaining({ nextRotationTime: "2031-02-25T00:00:00Z" })]);
+  });
+});

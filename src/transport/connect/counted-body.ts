@@ -1,5 +1,7 @@
 import type { ConnectError } from "@connectrpc/connect";
 import { ErrorInfoSchema } from "../../../gen/google/rpc/error_details_pb.js";
+import type { JsonValue } from "@bufbuild/protobuf";
+import { invalidArgument } from "../../errors/domain-error.js";
 import type { DomainError } from "../../errors/domain-error.js";
 import { malformedBody, unknownJsonField } from "../../errors/protocol-errors.js";
 import type { BodyEncoding } from "../../errors/protocol-errors.js";
@@ -11,7 +13,9 @@ import { CallError } from "../../pipeline/call-error.js";
 import type { MessageLimits } from "../../pipeline/message-limits.js";
 import { acceptedCompressions } from "../compression.js";
 import type { FairTurns } from "../fair-turns.js";
+import { findImpossibleTimestamp, holdsTimestamp } from "../json-timestamps.js";
 import { UnknownJsonField, countJson } from "../limits/json-count.js";
+import { describeExpected } from "../field-description.js";
 import { WIRE_SLICE_BYTES, countWire, countWireInTurns } from "../limits/wire-count.js";
 import { parseConnectContentType, parseGrpcContentType, parseGrpcWebContentType } from "./connect-internals.js";
 import type { Compression, UniversalServerRequest } from "./connect-internals.js";
@@ -86,7 +90,21 @@ export function countedRequest(
     const over = framing.binary ? countWire(limits, bytes) : countJson(limits, bytes, { unknownFields: "refuse" });
     if (over instanceof UnknownJsonField) throw ours(unknownJsonField(domain(), over.path, over.name, over.typeName));
     if (over !== null) throw refuse(over);
+    if (!framing.binary && holdsTimestamp(limits.desc)) refuseImpossibleTimestamp(bytes);
     return undefined;
+  };
+  // A Timestamp's text that names no moment, refused as REST refuses it (json-timestamps.ts); a text that is not
+  // JSON is left to Connect.
+  const refuseImpossibleTimestamp = (bytes: Uint8Array): void => {
+    let json: JsonValue;
+    try {
+      json = JSON.parse(new TextDecoder().decode(bytes)) as JsonValue;
+    } catch {
+      return;
+    }
+    const impossible = findImpossibleTimestamp(limits.desc, json, "");
+    if (impossible === undefined) return;
+    throw ours(invalidArgument(domain(), [{ field: impossible.path, description: `invalid value; ${describeExpected(impossible.field, false)}` }]));
   };
   // The called service's domain, read off the refusal `refuse` makes, for the refusals made here.
   const domain = (): ErrorDomain => (refuse(ViolationList.of([])).findDetails(ErrorInfoSchema)[0]?.domain ?? "cloudplane") as ErrorDomain;
