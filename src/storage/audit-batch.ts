@@ -119,3 +119,31 @@ export function selectRecords(batches: Iterable<Pick<AuditBatchRow, "records">>,
   }
   return out;
 }
+
+// The matching records of batches read in the order of their earliest time (first_at), given back oldest first, for
+// a store that several servers append to at once (PostgreSQL): there the order batches were stored in is not the
+// order of their times, and a query in that order listed records out of order, so that paging by the time of the
+// last record shown (as the operator command's hint says) skipped records (a probe, 2026-11-27). A record is
+// given back once no batch still to be read can hold an older one: once it is older than the earliest time of the
+// last batch read. Records of one millisecond keep the order they were read in.
+export class OldestFirst {
+  private pending: AuditRecord[] = [];
+  readonly records: AuditRecord[] = [];
+
+  constructor(private readonly filter: AuditFilter) {}
+
+  get full(): boolean {
+    return this.records.length >= this.filter.limit;
+  }
+
+  // The batches read next, and the earliest time any batch after them can hold (undefined after the last batch).
+  add(batches: Iterable<Pick<AuditBatchRow, "records">>, nextFrom: number | undefined): void {
+    for (const batch of batches) for (const r of decodeBatch(batch.records)) if (recordMatches(r, this.filter)) this.pending.push(r);
+    // Stable: records of one millisecond stay in the order they were read.
+    this.pending.sort((a, b) => a.at - b.at);
+    const ready = nextFrom === undefined ? this.pending.length : this.pending.findIndex((r) => r.at >= nextFrom);
+    const take = Math.min(ready < 0 ? this.pending.length : ready, this.filter.limit - this.records.length);
+    this.records.push(...this.pending.slice(0, take));
+    this.pending = this.pending.slice(take);
+  }
+}

@@ -96,7 +96,7 @@ describe.skipIf(!pgUp)("several servers on one PostgreSQL database", () => {
     await client.connect();
     const { rows } = await client.query("SELECT version FROM schema_migrations ORDER BY version");
     await client.end();
-    expect(rows.map((r: { version: number }) => r.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    expect(rows.map((r: { version: number }) => r.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
     expect(heard.map((h) => h.live)).toEqual([[true], [true], [true]]);
   });
 

@@ -659,6 +659,21 @@ describe.each(backends)("$name store", (backend) => {
       expect((await storage.audit.query({ resource: "kms-namespace:other", limit: 10 })).map((r) => r.at)).toEqual([T + 2]);
     });
 
+    // Several servers on one PostgreSQL database store their batches in an order that is not their times' (a probe,
+    // 2026-11-27: records listed out of order, and paging by the last record's time skipped some). SQLite has one
+    // server, whose batches follow each other in time.
+    it.skipIf(backend.name !== "postgres")("lists the records of batches stored out of time order oldest first, and pages by time without a gap", async () => {
+      await storage.audit.append([audit(T), audit(T + 30)]);
+      await storage.audit.append([audit(T + 10), audit(T + 20)]);
+      await storage.audit.append([audit(T + 5)]);
+      expect((await storage.audit.query({ limit: 10 })).map((r) => r.at)).toEqual([T, T + 5, T + 10, T + 20, T + 30]);
+      const first = await storage.audit.query({ limit: 2 });
+      expect(first.map((r) => r.at)).toEqual([T, T + 5]);
+      // The operator command's hint: the next page from the last record's time, that millisecond shown again.
+      expect((await storage.audit.query({ since: T + 5, limit: 2 })).map((r) => r.at)).toEqual([T + 5, T + 10]);
+      expect((await storage.audit.query({ since: T + 11, until: T + 31, limit: 10 })).map((r) => r.at)).toEqual([T + 20, T + 30]);
+    });
+
     it("stores a batch larger than one statement takes", async () => {
       await storage.audit.append(Array.from({ length: 2500 }, (_, i) => audit(T + i)));
       expect((await storage.audit.query({ limit: 5000 })).length).toBe(2500);

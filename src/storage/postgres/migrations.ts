@@ -249,6 +249,14 @@ const migrations: { version: number; sql: string }[] = [
       UPDATE kms_keys SET next_rotation_at = 253402300799999 WHERE next_rotation_at > 253402300799999;
     `,
   },
+  {
+    // The audit trail is read in the order of its batches' earliest records (postgres-audit-store.ts): the servers
+    // sharing the database store their batches in an order that is not the order of their times.
+    version: 11,
+    sql: `
+      CREATE INDEX audit_batches_by_first ON audit_batches (first_at, seq);
+    `,
+  },
 ];
 
 // Runs the migrations not yet applied, each in its own transaction. The caller holds the start-up advisory lock

@@ -1,6 +1,6 @@
 import type pg from "pg";
 import type { AuditFilter, AuditRecord } from "../../identity/identity-model.js";
-import { encodeBatch, selectRecords } from "../audit-batch.js";
+import { OldestFirst, encodeBatch } from "../audit-batch.js";
 import type { AuditBatchRow } from "../audit-batch.js";
 import type { AuditStore } from "../identity-store.js";
 import { rows } from "./sql.js";
@@ -19,21 +19,27 @@ export class PostgresAuditStore implements AuditStore {
     await this.pool.query("INSERT INTO audit_batches (first_at, last_at, records) VALUES ($1, $2, $3)", [row.first_at, row.last_at, row.records]);
   }
 
+  // Batches in the order of their earliest record (first_at), since several servers append at once, through the index
+  // on (first_at, seq) of migration 11, a page of them at a time, until the limit is met (OldestFirst).
   async query(filter: AuditFilter): Promise<AuditRecord[]> {
-    const found: AuditRecord[] = [];
-    for (let after = 0; found.length < filter.limit; ) {
-      const batches = await rows<Pick<AuditBatchRow, "records"> & { seq: string }>(
+    const oldest = new OldestFirst(filter);
+    if (filter.limit <= 0) return oldest.records;
+    let after: { firstAt: number; seq: number } | null = null;
+    while (!oldest.full) {
+      const batches: (Pick<AuditBatchRow, "records" | "first_at"> & { seq: number })[] = await rows(
         this.pool,
-        `SELECT seq, records FROM audit_batches
-          WHERE seq > $1 AND ($2::bigint IS NULL OR last_at >= $2) AND ($3::bigint IS NULL OR first_at < $3)
-          ORDER BY seq LIMIT ${BATCHES_PER_READ}`,
-        [after, filter.since ?? null, filter.until ?? null],
+        `SELECT seq, first_at, records FROM audit_batches
+          WHERE ($1::bigint IS NULL OR (first_at, seq) > ($1, $2)) AND ($3::bigint IS NULL OR last_at >= $3) AND ($4::bigint IS NULL OR first_at < $4)
+          ORDER BY first_at, seq LIMIT ${BATCHES_PER_READ}`,
+        [after?.firstAt ?? null, after?.seq ?? null, filter.since ?? null, filter.until ?? null],
       );
-      found.push(...selectRecords(batches, { ...filter, limit: filter.limit - found.length }));
-      if (batches.length < BATCHES_PER_READ) break;
-      after = Number(batches[batches.length - 1]!.seq);
+      const last = batches[batches.length - 1];
+      const more = batches.length === BATCHES_PER_READ && last !== undefined;
+      oldest.add(batches, more ? last.first_at : undefined);
+      if (!more) break;
+      after = { firstAt: last.first_at, seq: Number(last.seq) };
     }
-    return found;
+    return oldest.records;
   }
 
   async prune(before: number, limit: number): Promise<number> {
