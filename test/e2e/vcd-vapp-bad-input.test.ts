@@ -139,6 +139,8 @@ describe("an instantiation refused", () => {
         `${templateHref(server.url, UBUNTU)}?x=1`,
         templateHref(server.url, UBUNTU).replace("/api/vAppTemplate/", "/api/nope/../vAppTemplate/"),
         templateHref(server.url, UBUNTU).replace("/api/vAppTemplate/", "/api/./vAppTemplate/"),
+        templateHref(server.url, UBUNTU).replace("https://", "https:"),
+        ` ${templateHref(server.url, UBUNTU)}`,
       ].map((href): [string, string] => [href, `source: "${href}" is not a vApp template href of this site: ${site(server.url)}/api/vAppTemplate/vappTemplate-<id>`]),
     ];
     for (const [source, message] of cases) {

@@ -208,13 +208,14 @@ function checkDescription(v: Violations, description: string): void {
 // The site's host as an https URL's host reads: lower case, without the default port 443, percent-encodings and IP
 // literals in their canonical form. The hrefs this server writes carry the Host the caller sent as it was sent
 // ("x.example:443"); compared as text with the URL's host ("x.example"), such an href of our own was refused.
-// An href as this site writes one: no user information, query or fragment, and its path as written, with no dot
-// segment or other form the URL parser would rewrite (https://u:p@host/..., /api/x/../vAppTemplate/..., #frag
-// were taken as the template's href).
+// An href as this site writes one: "https://", the host (as any form of the Host names it, hostOf), then the path as
+// written, with no user information, query, fragment, white space, dot segment or other form the URL parser would
+// rewrite (https://u:p@host/..., https:host/..., " https://...", /api/x/../vAppTemplate/..., #frag were taken as the
+// template's href; two probes, 2026-11-27).
 function isPlainHref(source: string, url: URL): boolean {
-  if (url.username !== "" || url.password !== "" || source.includes("?") || source.includes("#")) return false;
-  const authorityEnd = source.indexOf("/", source.indexOf("//") + 2);
-  return authorityEnd >= 0 && source.slice(authorityEnd) === url.pathname;
+  if (!source.toLowerCase().startsWith("https://") || /[\s?#@]/.test(source)) return false;
+  const pathStart = source.indexOf("/", "https://".length);
+  return pathStart >= 0 && source.slice(pathStart) === url.pathname;
 }
 
 function hostOf(site: string): string {
