@@ -26,8 +26,18 @@ function writeAll(fd: number, text: string): void {
   }
 }
 
+// Set once the reader of stdout has gone (`audit | head -2`): the rest of the output is dropped and the command ends as
+// it would have, without the "EPIPE: broken pipe" it printed; a pipeline's reader that stopped reading wanted no more.
+let readerGone = false;
+
 function print(line: string): void {
-  writeAll(1, `${line}\n`);
+  if (readerGone) return;
+  try {
+    writeAll(1, `${line}\n`);
+  } catch (err) {
+    if ((err as { code?: string }).code !== "EPIPE") throw err;
+    readerGone = true;
+  }
 }
 
 function note(line: string): void {

@@ -39,4 +39,18 @@ describe("cloudplane-admin output to a slow reader", () => {
     const names = stdout.split("\n").filter((l) => l !== "").map((l) => (JSON.parse(l) as { name: string }).name);
     expect(names).toHaveLength(1001);
   });
+
+  it("ends quietly, exit 0, when the reader closes the pipe after a line (| head -1)", async () => {
+    const child = spawn(process.execPath, ["--import", "tsx", "src/operator/cloudplane-admin.ts", "--data-dir", server.dataDir, "--json", "accounts", "list"], {
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stderr = "";
+    child.stderr.on("data", (c: Buffer) => (stderr += c.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on("exit", resolve));
+    // As head -1 does: the first line, then the pipe closed.
+    await new Promise<void>((resolve) => child.stdout.once("data", () => resolve()));
+    child.stdout.destroy();
+    expect(await exited).toBe(0);
+    expect(stderr).toBe("");
+  });
 });
