@@ -65,6 +65,9 @@ export function countedRequest(
   // same amplification as an envelope's header (CountedBody): it is not told a length within the limit, and collects
   // the body as it arrives; one over the limit it refuses on the header alone, as before.
   if (!framing.enveloped && Number(req.header.get("content-length")) <= maxBytes) req.header.delete("content-length");
+  // The called service's domain, read off the refusal `refuse` makes, for the refusals made here.
+  const domain = (): ErrorDomain => (refuse(ViolationList.of([])).findDetails(ErrorInfoSchema)[0]?.domain ?? "cloudplane") as ErrorDomain;
+  const ours = (error: DomainError): ConnectError => toConnectError(new CallError(statusPartsOf(error), false), null);
   // Undefined when counted at once (the usual case: no promise per call); a promise when the message had to be
   // decompressed or is large enough to be counted a slice a turn.
   const count = (flags: number, message: Uint8Array): Promise<void> | undefined => {
@@ -106,9 +109,6 @@ export function countedRequest(
     if (impossible === undefined) return;
     throw ours(invalidArgument(domain(), [{ field: impossible.path, description: `invalid value; ${describeExpected(impossible.field, false)}` }]));
   };
-  // The called service's domain, read off the refusal `refuse` makes, for the refusals made here.
-  const domain = (): ErrorDomain => (refuse(ViolationList.of([])).findDetails(ErrorInfoSchema)[0]?.domain ?? "cloudplane") as ErrorDomain;
-  const ours = (error: DomainError): ConnectError => toConnectError(new CallError(statusPartsOf(error), false), null);
   const source = { it: body[Symbol.asyncIterator](), turns };
   // A request envelope's flags are 0 or 1 (compressed): gRPC's Compressed-Flag, gRPC-web's (whose 0x80 marks the
   // trailer frame only a server sends) and Connect's (whose 0x02 ends a response stream). connect-node reads any
