@@ -143,7 +143,8 @@ export class OldestFirst {
     this.pending.sort((a, b) => a.at - b.at);
     const ready = nextFrom === undefined ? this.pending.length : this.pending.findIndex((r) => r.at >= nextFrom);
     const take = Math.min(ready < 0 ? this.pending.length : ready, this.filter.limit - this.records.length);
-    this.records.push(...this.pending.slice(0, take));
+    // A loop, not push(...): a page can give back more records than a call takes arguments.
+    for (let i = 0; i < take; i++) this.records.push(this.pending[i]!);
     this.pending = this.pending.slice(take);
   }
 }
