@@ -13,7 +13,7 @@ import { CallError } from "../../pipeline/call-error.js";
 import type { MessageLimits } from "../../pipeline/message-limits.js";
 import { acceptedCompressions } from "../compression.js";
 import type { FairTurns } from "../fair-turns.js";
-import { findImpossibleTimestamp, holdsTimestamp } from "../json-timestamps.js";
+import { findMisread, holdsMisreadable } from "../json-misread.js";
 import { UnknownJsonField, countJson } from "../limits/json-count.js";
 import { describeExpected } from "../field-description.js";
 import { WIRE_SLICE_BYTES, countWire, countWireInTurns } from "../limits/wire-count.js";
@@ -93,21 +93,22 @@ export function countedRequest(
     const over = framing.binary ? countWire(limits, bytes) : countJson(limits, bytes, { unknownFields: "refuse" });
     if (over instanceof UnknownJsonField) throw ours(unknownJsonField(domain(), over.path, over.name, over.typeName));
     if (over !== null) throw refuse(over);
-    if (!framing.binary && holdsTimestamp(limits.desc)) refuseImpossibleTimestamp(bytes);
+    if (!framing.binary && holdsMisreadable(limits.desc)) refuseMisread(bytes);
     return undefined;
   };
-  // A Timestamp's text that names no moment, refused as REST refuses it (json-timestamps.ts); a text that is not
-  // JSON is left to Connect.
-  const refuseImpossibleTimestamp = (bytes: Uint8Array): void => {
+  // A value protobuf-es would read as another one (json-misread.ts: a Timestamp that names no moment, an integer
+  // string that is not decimal), refused as REST refuses it; a text that is not JSON is left to Connect.
+  const refuseMisread = (bytes: Uint8Array): void => {
     let json: JsonValue;
     try {
       json = JSON.parse(new TextDecoder().decode(bytes)) as JsonValue;
     } catch {
       return;
     }
-    const impossible = findImpossibleTimestamp(limits.desc, json, "");
-    if (impossible === undefined) return;
-    throw ours(invalidArgument(domain(), [{ field: impossible.path, description: `invalid value; ${describeExpected(impossible.field, false)}` }]));
+    const misread = findMisread(limits.desc, json, "");
+    if (misread === undefined) return;
+    const description = `invalid value; ${describeExpected(misread.field, misread.path.endsWith("]"))}`;
+    throw ours(invalidArgument(domain(), [{ field: misread.path, description }]));
   };
   const source = { it: body[Symbol.asyncIterator](), turns };
   // A request envelope's flags are 0 or 1 (compressed): gRPC's Compressed-Flag, gRPC-web's (whose 0x80 marks the

@@ -1,6 +1,7 @@
 import { ScalarType } from "@bufbuild/protobuf";
 import type { DescField, DescMessage } from "@bufbuild/protobuf";
 import { hasCustomJsonRepresentation, isWrapperDesc } from "@bufbuild/protobuf/wkt";
+import { DECIMAL, INTEGERS } from "../json-misread.js";
 
 export type MessageField = DescField & { fieldKind: "message" };
 
@@ -72,20 +73,6 @@ export function isTextField(field: DescField): boolean {
 }
 
 type JsonLeaf = string | number | boolean | [string];
-
-const INTEGERS = new Set<ScalarType | undefined>([
-  ScalarType.INT32,
-  ScalarType.INT64,
-  ScalarType.UINT32,
-  ScalarType.UINT64,
-  ScalarType.SINT32,
-  ScalarType.SINT64,
-  ScalarType.FIXED32,
-  ScalarType.FIXED64,
-  ScalarType.SFIXED32,
-  ScalarType.SFIXED64,
-]);
-const DECIMAL = /^-?[0-9]+$/;
 
 // Turns URL text into the JSON value proto-JSON expects for the field, so that fromJson applies its rules once for
 // body, path and query alike. Text that cannot be converted is passed through unchanged; fromJson then rejects it

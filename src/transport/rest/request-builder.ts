@@ -9,7 +9,7 @@ import { UnknownJsonField, countJson } from "../limits/json-count.js";
 import { textToJson } from "./field-path.js";
 import type { FieldChain } from "./field-path.js";
 import { describeExpected } from "../field-description.js";
-import { findImpossibleTimestamp, holdsTimestamp } from "../json-timestamps.js";
+import { findMisread, holdsMisreadable } from "../json-misread.js";
 import { flatJsonOf } from "./flat-json.js";
 import { bytesFieldsOf, decodePlainBase64 } from "./json-bytes.js";
 import { checkJsonFields, findInvalidValue, isJsonObject, unknownField } from "./json-check.js";
@@ -43,9 +43,9 @@ export function buildRequestMessage(req: RequestParts): Message {
     if (Object.keys(query).length > 0) countElements(route, Buffer.from(JSON.stringify(query)), undefined);
     Object.assign(json, query);
   }
-  if (holdsTimestamp(desc)) {
-    const impossible = findImpossibleTimestamp(desc, json, "");
-    if (impossible !== undefined) throw badRequest("REQUEST_INVALID", impossible.path, `invalid value; ${describeExpected(impossible.field, false)}`);
+  if (holdsMisreadable(desc)) {
+    const misread = findMisread(desc, json, "");
+    if (misread !== undefined) throw badRequest("REQUEST_INVALID", misread.path, `invalid value; ${describeExpected(misread.field, misread.path.endsWith("]"))}`);
   }
   // A flat message read whole has only known fields, each once (flat-json.ts): nothing for checkJsonFields to refuse.
   let message = flatJsonOf(desc)?.read(json);

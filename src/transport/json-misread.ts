@@ -1,0 +1,97 @@
+import { ScalarType } from "@bufbuild/protobuf";
+import type { DescField, DescMessage, JsonValue } from "@bufbuild/protobuf";
+
+// Values of a JSON request that protobuf-es would read as another value than the one written, found before the
+// request is decoded, for REST and for Connect's JSON forms alike (two probes, 2026-11-27):
+// - a google.protobuf.Timestamp text of RFC 3339's shape that names no moment: protobuf-es reads it with Date.parse,
+//   which rolled "2027-02-30T00:00:00Z" over into March 2 and "2027-01-01T24:00:00Z" into the next day, while month
+//   13 was refused. RFC 3339 (5.7) bounds the day by its month and the hour by 23.
+// - an integer written as a string that is not decimal digits: protobuf-es reads it as Number() does, so "0x1",
+//   "0b1", "1e0" and "1.0" were version 1. proto3's JSON takes an integer as a number or a decimal string, and the
+//   path and query of a REST URL are held to decimal digits already (rest/field-path.ts).
+// A value of any other form is left to protobuf-es, which refuses or reads it as before.
+
+export const INTEGERS = new Set<ScalarType | undefined>([
+  ScalarType.INT32,
+  ScalarType.INT64,
+  ScalarType.UINT32,
+  ScalarType.UINT64,
+  ScalarType.SINT32,
+  ScalarType.SINT64,
+  ScalarType.FIXED32,
+  ScalarType.FIXED64,
+  ScalarType.SFIXED32,
+  ScalarType.SFIXED64,
+]);
+export const DECIMAL = /^-?[0-9]+$/;
+
+const TIMESTAMP = "google.protobuf.Timestamp";
+const SHAPE = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.\d+)?(?:[Zz]|[+-](\d{2}):(\d{2}))$/;
+
+function daysIn(year: number, month: number): number {
+  if (month === 2) return year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0) ? 29 : 28;
+  return [4, 6, 9, 11].includes(month) ? 30 : 31;
+}
+
+// Whether the text has the shape of an RFC 3339 date-time but names no moment: a month, day, hour, minute or second
+// (leap seconds included, which a Timestamp does not have) or an offset out of its range.
+export function isImpossibleTimestamp(text: string): boolean {
+  const m = SHAPE.exec(text);
+  if (m === null) return false;
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [number, number, number, number, number, number];
+  const offsetHours = m[7] === undefined ? 0 : Number(m[7]);
+  const offsetMinutes = m[8] === undefined ? 0 : Number(m[8]);
+  if (month < 1 || month > 12 || day < 1 || day > daysIn(year, month)) return true;
+  return hour > 23 || minute > 59 || second > 59 || offsetHours > 23 || offsetMinutes > 59;
+}
+
+const holding = new WeakMap<DescMessage, boolean>();
+
+// Whether a request of this type can hold such a value at all, in a field, a list or a map, at any depth: an integer
+// or a Timestamp. Types that cannot are not walked.
+export function holdsMisreadable(desc: DescMessage, visiting = new Set<DescMessage>()): boolean {
+  const known = holding.get(desc);
+  if (known !== undefined) return known;
+  if (desc.typeName === TIMESTAMP) return true;
+  if (visiting.has(desc)) return false;
+  visiting.add(desc);
+  const found = desc.fields.some((f) => INTEGERS.has(f.scalar) || (f.message !== undefined && holdsMisreadable(f.message, visiting)));
+  visiting.delete(desc);
+  holding.set(desc, found);
+  return found;
+}
+
+export interface Misread {
+  field: DescField;
+  // The value's JSON path as the caller wrote its names, an element's with its index or key ("labels[1]").
+  path: string;
+}
+
+// The first value in `json`, a request of type `desc`, that protobuf-es would misread; undefined when none.
+export function findMisread(desc: DescMessage, json: JsonValue, path: string): Misread | undefined {
+  if (typeof json !== "object" || json === null || Array.isArray(json)) return undefined;
+  for (const [key, value] of Object.entries(json)) {
+    const field = desc.fields.find((f) => f.jsonName === key || f.name === key);
+    if (field === undefined || value === null) continue;
+    if (!INTEGERS.has(field.scalar) && (field.message === undefined || !holdsMisreadable(field.message))) continue;
+    const at = path === "" ? key : `${path}.${key}`;
+    const items: (readonly [JsonValue, string])[] =
+      field.fieldKind === "list" && Array.isArray(value)
+        ? value.map((item, i) => [item, `${at}[${i}]`] as const)
+        : field.fieldKind === "map" && typeof value === "object" && !Array.isArray(value)
+          ? Object.entries(value).map(([k, item]) => [item, `${at}[${JSON.stringify(k)}]`] as const)
+          : [[value, at]];
+    for (const [item, itemPath] of items) {
+      const found = misreadIn(field, item, itemPath);
+      if (found !== undefined) return found;
+    }
+  }
+  return undefined;
+}
+
+function misreadIn(field: DescField, value: JsonValue, path: string): Misread | undefined {
+  if (INTEGERS.has(field.scalar)) return typeof value === "string" && !DECIMAL.test(value) ? { field, path } : undefined;
+  const message = field.message!;
+  if (message.typeName === TIMESTAMP) return typeof value === "string" && isImpossibleTimestamp(value) ? { field, path } : undefined;
+  return findMisread(message, value, path);
+}
