@@ -67,22 +67,46 @@ export interface Misread {
   path: string;
 }
 
-// The first value in `json`, a request of type `desc`, that protobuf-es would misread; undefined when none.
+const checked = new WeakMap<DescMessage, Map<string, DescField>>();
+
+// The fields of the type that can hold such a value, by JSON name and by proto name; made once per type.
+function checkedFieldsOf(desc: DescMessage): Map<string, DescField> {
+  let fields = checked.get(desc);
+  if (fields === undefined) {
+    fields = new Map();
+    for (const f of desc.fields) {
+      if (!INTEGERS.has(f.scalar) && (f.message === undefined || !holdsMisreadable(f.message))) continue;
+      fields.set(f.jsonName, f);
+      fields.set(f.name, f);
+    }
+    checked.set(desc, fields);
+  }
+  return fields;
+}
+
+// The first value in `json`, a request of type `desc`, that protobuf-es would misread; undefined when none. It runs on
+// every REST and Connect JSON request of such a type (an Encrypt's keyVersionId): a Map lookup per member.
 export function findMisread(desc: DescMessage, json: JsonValue, path: string): Misread | undefined {
   if (typeof json !== "object" || json === null || Array.isArray(json)) return undefined;
-  for (const [key, value] of Object.entries(json)) {
-    const field = desc.fields.find((f) => f.jsonName === key || f.name === key);
-    if (field === undefined || value === null) continue;
-    if (!INTEGERS.has(field.scalar) && (field.message === undefined || !holdsMisreadable(field.message))) continue;
+  const fields = checkedFieldsOf(desc);
+  if (fields.size === 0) return undefined;
+  for (const key in json) {
+    const field = fields.get(key);
+    const value = json[key];
+    if (field === undefined || value === null || value === undefined) continue;
     const at = path === "" ? key : `${path}.${key}`;
-    const items: (readonly [JsonValue, string])[] =
-      field.fieldKind === "list" && Array.isArray(value)
-        ? value.map((item, i) => [item, `${at}[${i}]`] as const)
-        : field.fieldKind === "map" && typeof value === "object" && !Array.isArray(value)
-          ? Object.entries(value).map(([k, item]) => [item, `${at}[${JSON.stringify(k)}]`] as const)
-          : [[value, at]];
-    for (const [item, itemPath] of items) {
-      const found = misreadIn(field, item, itemPath);
+    if (field.fieldKind === "list" && Array.isArray(value)) {
+      for (let i = 0; i < value.length; i++) {
+        const found = misreadIn(field, value[i]!, `${at}[${i}]`);
+        if (found !== undefined) return found;
+      }
+    } else if (field.fieldKind === "map" && typeof value === "object" && !Array.isArray(value)) {
+      for (const k in value) {
+        const found = misreadIn(field, value[k]!, `${at}[${JSON.stringify(k)}]`);
+        if (found !== undefined) return found;
+      }
+    } else {
+      const found = misreadIn(field, value, at);
       if (found !== undefined) return found;
     }
   }
