@@ -2,6 +2,7 @@ import type { Duration, FieldMask, Timestamp } from "@bufbuild/protobuf/wkt";
 import { quoted } from "../errors/caller-text.js";
 import { invalidArgument } from "../errors/domain-error.js";
 import { ViolationList, tooManyItems } from "../errors/violation-list.js";
+import { INVALID_DURATION, durationText, isValidDuration } from "../shared/duration.js";
 import { PLAIN_ID } from "../shared/ids.js";
 import { holdsControlBesidesLineBreaks } from "../shared/text.js";
 import { maxItemsOf } from "../pipeline/message-limits.js";
@@ -98,17 +99,10 @@ export function algorithmOf(v: Violations, field: string, value: CryptoKeyVersio
   }
 }
 
-// A Duration's nanos are -999,999,999 to 999,999,999, of the same sign as its seconds (google/protobuf/duration.proto).
-// The JSON forms cannot break that; the binary form can: gRPC took {seconds: 86400, nanos: -1}.
-function isValidDuration(d: Duration): boolean {
-  if (d.nanos <= -1e9 || d.nanos >= 1e9) return false;
-  return !((d.seconds > 0n && d.nanos < 0) || (d.seconds < 0n && d.nanos > 0));
-}
-
 export function rotationPeriodOf(v: Violations, field: string, period: Duration | undefined, minMs: number): number | null {
   if (period === undefined) return null;
   if (!isValidDuration(period)) {
-    v.add(field, "is not a valid Duration: nanos must be below one second, of the same sign as seconds");
+    v.add(field, INVALID_DURATION);
     return null;
   }
   const ms = Number(period.seconds) * 1000 + Math.trunc(period.nanos / 1e6);
@@ -119,13 +113,6 @@ export function rotationPeriodOf(v: Violations, field: string, period: Duration 
     return null;
   }
   return ms;
-}
-
-function durationText(d: Duration): string {
-  if (d.nanos === 0) return `${d.seconds}s`;
-  const sign = d.seconds < 0n || d.nanos < 0 ? "-" : "";
-  const seconds = d.seconds < 0n ? -d.seconds : d.seconds;
-  return `${sign}${seconds}.${String(Math.abs(d.nanos)).padStart(9, "0").replace(/0+$/, "")}s`;
 }
 
 // The range of google.protobuf.Timestamp: 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999999Z.

@@ -177,6 +177,16 @@ const rows: Row[] = [
     reason: "REQUEST_INVALID",
     field: "timeout",
   },
+  {
+    // Not a Duration: nanos of another sign than the seconds, which only the binary form can send. It was waited
+    // for as 0.999999999s and answered with the task.
+    name: "a wait of {seconds: 1, nanos: -1}",
+    grpc: { method: "WaitTask", request: () => ({ serviceInstanceId: VDC, taskId: "any-task", timeout: { seconds: 1, nanos: -1 } }) },
+    code: 3,
+    http: 400,
+    reason: "REQUEST_INVALID",
+    field: "timeout",
+  },
 ];
 
 // The type and the decisive fields of each detail, whichever surface it came from.

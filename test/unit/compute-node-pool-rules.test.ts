@@ -1,3 +1,4 @@
+import { durationFromMs } from "@bufbuild/protobuf/wkt";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { CreateNodePoolInput } from "../../src/compute/node-pools/node-pool-manager.js";
 import { FakeClock } from "../support/fake-clock.js";
@@ -121,7 +122,7 @@ describe("NodePoolManager validation", () => {
     async function settled(name: string): Promise<string> {
       const task = await create({ name });
       stack.worker.start();
-      await stack.tasks.wait("vdc-a", task.id, 5000, never());
+      await stack.tasks.wait("vdc-a", task.id, durationFromMs(5000), never());
       return task.nodePoolId;
     }
 

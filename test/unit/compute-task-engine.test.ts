@@ -1,4 +1,6 @@
 import { Writable } from "node:stream";
+import { create as createMessage } from "@bufbuild/protobuf";
+import { DurationSchema, durationFromMs } from "@bufbuild/protobuf/wkt";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { NodePoolSpec } from "../../src/compute/node-pools/node-pool-model.js";
@@ -50,7 +52,7 @@ describe("node pool tasks", () => {
     s.manager.create({ serviceInstanceId: "vdc-a", clusterId, computeFlavor, name, count, createdBy: "alice" });
   const update = (s: ComputeStack, nodePoolId: string, name: string, count: number | undefined) =>
     s.manager.update({ serviceInstanceId: "vdc-a", nodePoolId, name, count, createdBy: "bob" });
-  const wait = (s: ComputeStack, task: TaskRecord, timeoutMs = 5000) => s.tasks.wait("vdc-a", task.id, timeoutMs, never());
+  const wait = (s: ComputeStack, task: TaskRecord, timeoutMs = 5000) => s.tasks.wait("vdc-a", task.id, durationFromMs(timeoutMs), never());
 
   beforeEach(() => {
     dir = tempDir();
@@ -189,7 +191,7 @@ describe("node pool tasks", () => {
       s.worker.start();
       const task = await create(s, "pool-1", 1);
       const caller = new AbortController();
-      const abandoned = s.tasks.wait("vdc-a", task.id, 10_000, caller.signal);
+      const abandoned = s.tasks.wait("vdc-a", task.id, durationFromMs(10_000), caller.signal);
       caller.abort();
       expect((await abandoned).status).toBe("RUNNING");
 
@@ -202,16 +204,26 @@ describe("node pool tasks", () => {
 
     it("checks the timeout and finds tasks only under their own service instance", async () => {
       const task = await create(stack, "pool-1", 1);
-      expect(await domainError(() => stack.tasks.wait("vdc-a", task.id, 60_001, never()))).toMatchObject({
+      const timeout = (seconds: bigint, nanos: number) => createMessage(DurationSchema, { seconds, nanos });
+      expect(await domainError(() => stack.tasks.wait("vdc-a", task.id, timeout(60n, 1_000_000), never()))).toMatchObject({
         code: "invalid_argument",
         violations: [{ field: "timeout", description: "must be between 0s and 60s, got 60.001s" }],
       });
-      expect(await domainError(() => stack.tasks.wait("vdc-a", task.id, -1, never()))).toMatchObject({ violations: [{ field: "timeout" }] });
+      expect(await domainError(() => stack.tasks.wait("vdc-a", task.id, timeout(0n, -1_000_000), never()))).toMatchObject({
+        violations: [{ field: "timeout", description: "must be between 0s and 60s, got -0.001s" }],
+      });
       // To the nanosecond, as the Duration was written.
-      expect(await domainError(() => stack.tasks.wait("vdc-a", task.id, 60_999.999999, never()))).toMatchObject({
+      expect(await domainError(() => stack.tasks.wait("vdc-a", task.id, timeout(60n, 999_999_999), never()))).toMatchObject({
         violations: [{ field: "timeout", description: "must be between 0s and 60s, got 60.999999999s" }],
       });
-      expect((await stack.tasks.wait("vdc-a", task.id, 0, never())).status).toBe("PENDING");
+      // Not a Duration at all, as only the binary form can send it: nanos of another sign than the seconds, or a
+      // whole second of them. Refused as such, not waited for as 0.999999999s or 2s.
+      for (const [seconds, nanos] of [[1n, -1], [0n, 2_000_000_000], [-1n, 500_000_000]] as const) {
+        expect(await domainError(() => stack.tasks.wait("vdc-a", task.id, timeout(seconds, nanos), never()))).toMatchObject({
+          violations: [{ field: "timeout", description: "is not a valid Duration: nanos must be below one second, of the same sign as seconds" }],
+        });
+      }
+      expect((await stack.tasks.wait("vdc-a", task.id, timeout(0n, 0), never())).status).toBe("PENDING");
       expect(await domainError(() => stack.tasks.get("vdc-b", task.id))).toMatchObject({ code: "not_found", reason: "TASK_NOT_FOUND" });
       expect(await domainError(() => stack.tasks.get("vdc-zz", task.id))).toMatchObject({ reason: "SERVICE_INSTANCE_NOT_FOUND" });
       expect(await domainError(() => stack.tasks.list("vdc-a", "", { limit: 1001, offset: -1 }))).toMatchObject({
@@ -232,7 +244,7 @@ describe("node pool tasks", () => {
 
       const restarted = open({ worker: { leaseMs: 5000 } });
       restarted.worker.start();
-      expect((await restarted.tasks.wait("vdc-a", task.id, 0, never())).status).toBe("RUNNING");
+      expect((await restarted.tasks.wait("vdc-a", task.id, durationFromMs(0), never())).status).toBe("RUNNING");
       clock.advance(5001);
       restarted.worker.kick();
       const done = await wait(restarted, task);

@@ -1,3 +1,5 @@
+import type { Duration } from "@bufbuild/protobuf/wkt";
+import { INVALID_DURATION, durationText, isValidDuration } from "../../shared/duration.js";
 import type { ComputeStore, TaskPage } from "../../storage/compute-store.js";
 import type { Catalog } from "../catalog/catalog.js";
 import { findServiceInstance } from "../catalog/catalog.js";
@@ -10,9 +12,18 @@ import type { TaskNotifier } from "./task-notifier.js";
 export const DEFAULT_WAIT_MS = 30_000;
 export const MAX_WAIT_MS = 60_000;
 
-// Seconds to the nanosecond, as a Duration is written, without trailing zeros or an exponent: "60.000000001".
-function secondsText(ms: number): string {
-  return (ms / 1000).toFixed(9).replace(/\.?0+$/, "");
+// A wait's timeout in milliseconds, fractions included, so that the range is checked to the nanosecond: 60.000000001s
+// is over the 60 s bound and -0.000000001s below 0 (truncated to milliseconds, both were accepted).
+function timeoutMsOf(v: Violations, timeout: Duration | undefined): number | undefined {
+  if (timeout === undefined) return undefined;
+  // Checked first: {seconds: 1, nanos: -1} and {seconds: 0, nanos: 2e9} were waited for as 0.999999999s and 2s.
+  if (!isValidDuration(timeout)) {
+    v.add("timeout", INVALID_DURATION);
+    return undefined;
+  }
+  const ms = Number(timeout.seconds) * 1000 + timeout.nanos / 1e6;
+  if (ms < 0 || ms > MAX_WAIT_MS) v.add("timeout", `must be between 0s and ${MAX_WAIT_MS / 1000}s, got ${durationText(timeout)}`);
+  return ms;
 }
 const MAX_PAGE = 1000;
 
@@ -55,15 +66,13 @@ export class TaskManager {
     return this.store.listTasks(serviceInstanceId, nodePoolId === "" ? null : nodePoolId, bounded);
   }
 
-  // Returns the task once it is done, or as it is when `timeoutMs` (undefined: the default) passes, when `signal`
+  // Returns the task once it is done, or as it is when `timeout` (undefined: the default) passes, when `signal`
   // aborts (the caller went away), or when the server stops. Waiting costs a timer and a callback, no polling.
-  async wait(serviceInstanceId: string, taskId: string, timeoutMs: number | undefined, signal: AbortSignal): Promise<TaskRecord> {
+  async wait(serviceInstanceId: string, taskId: string, timeout: Duration | undefined, signal: AbortSignal): Promise<TaskRecord> {
     const v = new Violations();
     v.requiredId("serviceInstanceId", serviceInstanceId);
     v.requiredId("taskId", taskId);
-    if (timeoutMs !== undefined && (timeoutMs < 0 || timeoutMs > MAX_WAIT_MS)) {
-      v.add("timeout", `must be between 0s and ${MAX_WAIT_MS / 1000}s, got ${secondsText(timeoutMs)}s`);
-    }
+    const timeoutMs = timeoutMsOf(v, timeout);
     v.throwIfAny();
     let wake = (): void => {};
     const woken = new Promise<void>((resolve) => (wake = resolve));

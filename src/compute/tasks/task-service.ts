@@ -1,16 +1,9 @@
-import type { Duration } from "@bufbuild/protobuf/wkt";
 import { DomainError } from "../../errors/domain-error.js";
 import { deadlineExceeded } from "../../errors/protocol-errors.js";
 import type { ServiceHandlers } from "../../pipeline/handlers.js";
 import type { TaskService } from "../../../gen/compute/cluster/v1/task_pb.js";
 import type { TaskManager } from "./task-manager.js";
 import { taskToProto } from "./task-to-proto.js";
-
-// Exact to the nanosecond, fractions of a millisecond included, so that 60.000000001s is over the 60 s bound and
-// -0.000000001s below 0 (truncated to milliseconds, both were accepted).
-function durationMs(d: Duration): number {
-  return Number(d.seconds) * 1000 + d.nanos / 1e6;
-}
 
 // The transport side of tasks: unpacks requests for the TaskManager and packs its records into messages.
 export function createTaskService(tasks: TaskManager): ServiceHandlers<typeof TaskService> {
@@ -30,8 +23,7 @@ export function createTaskService(tasks: TaskManager): ServiceHandlers<typeof Ta
     // signal as the pipeline's fires, and the task returned by whichever came first made the answer OK on some
     // protocols and runs and DEADLINE_EXCEEDED on others (a probe, 2026-11-27).
     async waitTask(req, call) {
-      const timeoutMs = req.timeout === undefined ? undefined : durationMs(req.timeout);
-      const task = await tasks.wait(req.serviceInstanceId, req.taskId, timeoutMs, call.signal);
+      const task = await tasks.wait(req.serviceInstanceId, req.taskId, req.timeout, call.signal);
       // The server's own reason when it stops (a DomainError); else a deadline, or a caller who left and reads nothing.
       if (call.signal.aborted) throw call.signal.reason instanceof DomainError ? call.signal.reason : deadlineExceeded(call.entry.policy.domain);
       return { task: taskToProto(task) };
