@@ -155,7 +155,8 @@ export const updatablePaths = [
 export type UpdatablePath = (typeof updatablePaths)[number];
 const ALLOWED_PATHS = "name, description, labels, rotationPeriod, nextRotationTime, defaultAlgorithm";
 
-// FieldMask paths arrive as proto names from binary callers and as lowerCamel from some JSON clients.
+// FieldMask paths arrive as proto names from binary callers (or lowerCamel, from some) and as proto names decoded from
+// lowerCamel from JSON callers.
 export function maskPathsOf(v: Violations, mask: FieldMask | undefined): Set<UpdatablePath> {
   const paths = new Set<UpdatablePath>();
   if (mask === undefined || mask.paths.length === 0) {
@@ -169,7 +170,10 @@ export function maskPathsOf(v: Violations, mask: FieldMask | undefined): Set<Upd
   for (const raw of mask.paths) {
     const path = raw.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
     if ((updatablePaths as readonly string[]).includes(path)) paths.add(path as UpdatablePath);
-    else v.add("updateMask", `cannot update ${quoted(raw)}; allowed: ${ALLOWED_PATHS}`);
+    // Named in lowerCamel, as the allowed paths are and as a JSON caller wrote it: decoding a JSON mask turned
+    // "createdAt" into "created_at", which the message quoted. A binary caller's "created_at" reads the same, so
+    // that one mistake has one message on every protocol.
+    else v.add("updateMask", `cannot update ${quoted(path.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase()))}; allowed: ${ALLOWED_PATHS}`);
   }
   return paths;
 }

@@ -155,6 +155,13 @@ const cases: Case[] = [
     code: 3, http: 400, reason: "REQUEST_INVALID", field: "updateMask",
   },
   {
+    // The JSON form decoded to "created_at", which REST and Connect JSON quoted; every protocol names it as written.
+    name: "updateMask naming an output-only field in two words",
+    call: ({ kms, fx }) => kms.updateKey(fx.keyId, { name: "changed" }, ["createdAt"]),
+    code: 3, http: 400, reason: "REQUEST_INVALID", field: "updateMask",
+    message: () => `updateMask: cannot update "createdAt"; allowed: name, description, labels, rotationPeriod, nextRotationTime, defaultAlgorithm`,
+  },
+  {
     name: "updateMask naming an unknown field",
     call: ({ kms, fx }) => kms.updateKey(fx.keyId, { name: "changed" }, ["bogus"]),
     code: 3, http: 400, reason: "REQUEST_INVALID", field: "updateMask",

@@ -77,6 +77,14 @@ describe("updateMask", () => {
     expect(message).toBe(`updateMask: cannot update "owner"; ${ALLOWED}; updateMask: cannot update "bogus"; ${ALLOWED}`);
   });
 
+  it("names a path in lowerCamel, as a JSON caller wrote it and as the allowed paths are listed", () => {
+    // What protobuf-es decodes from the JSON mask "createdAt,fooBar", and what a binary caller sends.
+    for (const paths of [["created_at", "foo_bar"], ["createdAt", "fooBar"]]) {
+      const { message } = violationsOf((v) => maskPathsOf(v, mask(paths)));
+      expect(message).toBe(`updateMask: cannot update "createdAt"; ${ALLOWED}; updateMask: cannot update "fooBar"; ${ALLOWED}`);
+    }
+  });
+
   it("quotes a path cut short, with its control characters escaped", () => {
     const { violations } = violationsOf((v) => maskPathsOf(v, mask([`\u0000${"p".repeat(100)}`])));
     expect(violations).toEqual([{ field: "updateMask", description: `cannot update "\\u0000${"p".repeat(63)}..."; ${ALLOWED}` }]);
