@@ -387,7 +387,7 @@ export class KeyManager {
     for (const keyId of keyIds) {
       await this.commit(keyId, now, (current) => {
         const { key } = current;
-        if (key.rotationPeriodMs === null || key.nextRotationAt === null || key.nextRotationAt > now || key.goneAt !== null) {
+        if (key.rotationPeriodMs === null || key.nextRotationAt === null || key.nextRotationAt > now || isGone(key, now)) {
           return { key, versions: [], result: undefined };
         }
         // After a long outage the schedule restarts from now instead of rotating once per missed period.
@@ -395,6 +395,8 @@ export class KeyManager {
         if (next <= now) next = now + key.rotationPeriodMs;
         // A key being destroyed does not rotate (its new primary would undo the destruction), but its schedule moves
         // on: left due, it came back in every batch, and a hundred such keys kept the sweeper's loop from ending.
+        // That includes a key whose every version is scheduled (DestroyCryptoKey): it was not looked at, showed a
+        // next rotation in the past, and rotated at once when a version was restored (a contract probe).
         if (destructionPending(key, current.versions)) return { key: { ...key, nextRotationAt: next }, versions: [], result: undefined };
         const version = this.newVersion(keyId, key.nextVersionId, key.defaultAlgorithm, now);
         return {

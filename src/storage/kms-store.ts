@@ -26,7 +26,7 @@ export interface KmsStore {
   mutateKey<T>(keyId: string, now: number, decide: (current: KeyAggregate) => KeyMutation<T>): Promise<{ aggregate: KeyAggregate; result: T } | null>;
   // Ids of keys with a version whose destroyAt is at or before `now` and not yet erased.
   keysWithDueDestruction(now: number, limit: number): Promise<string[]>;
-  // Ids of live keys whose nextRotationTime is at or before `now`.
+  // Ids of keys not gone at `now` (those being destroyed included) whose nextRotationTime is at or before `now`.
   keysWithDueRotation(now: number, limit: number): Promise<string[]>;
   close(): Promise<void>;
 }

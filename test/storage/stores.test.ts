@@ -296,10 +296,13 @@ describe.each(backends)("$name store", (backend) => {
       await storage.kms.createKey({ key: key("d2"), versions: [version("d2", 1, { state: "DESTROYED", destroyAt: T, wrappedMaterial: null })] }, T);
       await storage.kms.createKey(aggregate("r1", { rotationPeriodMs: 1000, nextRotationAt: T + 10 }), T);
       await storage.kms.createKey(aggregate("r2", { rotationPeriodMs: 1000, nextRotationAt: T + 10, goneAt: T + 5 }), T);
+      // Being destroyed, not gone yet: its schedule still moves on (the key manager does not rotate it).
+      await storage.kms.createKey(aggregate("r3", { rotationPeriodMs: 1000, nextRotationAt: T + 10, goneAt: T + 11 }), T);
       expect(await storage.kms.keysWithDueDestruction(T + 9, 10)).toEqual([]);
       expect(await storage.kms.keysWithDueDestruction(T + 10, 10)).toEqual(["d1"]);
       expect(await storage.kms.keysWithDueRotation(T + 9, 10)).toEqual([]);
-      expect(await storage.kms.keysWithDueRotation(T + 10, 10)).toEqual(["r1"]);
+      expect((await storage.kms.keysWithDueRotation(T + 10, 10)).sort()).toEqual(["r1", "r3"]);
+      expect(await storage.kms.keysWithDueRotation(T + 11, 10)).toEqual(["r1"]);
       expect(await storage.kms.keysWithDueRotation(T + 10, 0)).toEqual([]);
     });
   });

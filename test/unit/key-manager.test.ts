@@ -155,6 +155,27 @@ describe("KeyManager on the SQLite store", () => {
     expect((await manager.getKey(id)).primary?.id).toBe(3);
   });
 
+  it("moves the schedule of a key whose every version is scheduled for destruction, and rotates it a period after", async () => {
+    const view = await manager.createKey({ parentId: "ns", name: "", description: "", labels: [], rotationPeriodMs: DAY, defaultAlgorithm: "AES_256", owner: "alice" });
+    const id = view.key.id;
+    await manager.destroyKey(id);
+    clock.advance(DAY + 1000);
+    expect(await manager.rotateDue()).toBe(1);
+    // Not in the past while the key waits for destruction (a period on, as the schedule goes), and no version made.
+    const next = (await manager.getKey(id)).key.nextRotationAt;
+    expect(next).toBe(view.key.nextRotationAt! + DAY);
+    expect(next).toBeGreaterThan(clock.now());
+    expect((await manager.listVersions(id, { limit: 10, offset: 0 })).map((v) => v.id)).toEqual([1]);
+    expect(await manager.rotateDue()).toBe(0);
+    await manager.transition(id, 1, "restore");
+    await manager.transition(id, 1, "enable");
+    expect(await manager.rotateDue()).toBe(0);
+    expect((await manager.getKey(id)).primary?.id).toBe(1);
+    clock.advance(DAY);
+    expect(await manager.rotateDue()).toBe(1);
+    expect((await manager.getKey(id)).primary?.id).toBe(2);
+  });
+
   it("never leaves a rotation period without a next rotation time", async () => {
     const view = await manager.createKey({ parentId: "ns", name: "", description: "", labels: [], rotationPeriodMs: DAY, defaultAlgorithm: "AES_256", owner: "alice" });
     const id = view.key.id;

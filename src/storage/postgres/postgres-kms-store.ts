@@ -194,7 +194,7 @@ export class PostgresKmsStore implements KmsStore, MasterKeyStore {
   async keysWithDueRotation(now: number, limit: number): Promise<string[]> {
     const found = await rows<{ id: string }>(
       this.pool,
-      "SELECT id FROM kms_keys WHERE next_rotation_at IS NOT NULL AND next_rotation_at <= $1 AND gone_at IS NULL LIMIT $2",
+      "SELECT id FROM kms_keys WHERE next_rotation_at IS NOT NULL AND next_rotation_at <= $1 AND (gone_at IS NULL OR gone_at > $1) LIMIT $2",
       [now, limit],
     );
     return found.map((r) => r.id);

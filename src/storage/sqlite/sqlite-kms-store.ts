@@ -77,7 +77,8 @@ export class SqliteKmsStore implements KmsStore, MasterKeyStore {
            AND destroy_at <= ? LIMIT ?`,
       ),
       dueRotation: db.prepare(
-        `SELECT id FROM kms_keys WHERE next_rotation_at IS NOT NULL AND next_rotation_at <= ? AND gone_at IS NULL LIMIT ?`,
+        `SELECT id FROM kms_keys WHERE next_rotation_at IS NOT NULL AND next_rotation_at <= @now
+           AND (gone_at IS NULL OR gone_at > @now) LIMIT @limit`,
       ),
       getMasterKeyCheck: db.prepare("SELECT scheme, key_id, check_value FROM kms_master_key WHERE id = 1"),
       insertMasterKeyCheck: db.prepare(
@@ -202,7 +203,7 @@ export class SqliteKmsStore implements KmsStore, MasterKeyStore {
   }
 
   async keysWithDueRotation(now: number, limit: number): Promise<string[]> {
-    return this.stmt.dueRotation.pluck().all(now, limit) as string[];
+    return this.stmt.dueRotation.pluck().all({ now, limit }) as string[];
   }
 
   async readMasterKeyCheck(): Promise<MasterKeyCheckRecord | null> {
