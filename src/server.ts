@@ -133,9 +133,16 @@ async function assemble(config: Config, logger: Logger, options: BuildOptions, c
   const taskRetention = new TaskRetention({ nodePools: storage.compute, vapps: storage.vapps }, clock, config.taskRetentionMs, config.sweepIntervalMs, logger);
 
   const identityStore = storage.identity;
+  // Rate limits: counted in this process's memory, or in Redis when REDIS_URL is set so that every server shares them;
+  // failed authentications are counted in the same store.
+  const limiter: RateLimiter =
+    config.redisUrl === ""
+      ? new MemoryRateLimiter(config.rateLimits)
+      : new RedisRateLimiter(config.redisUrl, config.rateLimits, config.rateLimitKeyPrefix, logger);
   const authenticator = new Authenticator(identityStore, clock, {
     tokenTtlMs: config.accessTokenTtlMs,
     failuresPerMinute: config.authFailuresPerMinute,
+    failureCounts: limiter.failureCounts,
     // Where a block of an address or client id for failed authentications is told (once each, at warn).
     logger,
   });
@@ -167,11 +174,6 @@ async function assemble(config: Config, logger: Logger, options: BuildOptions, c
     logger.warn(`PIPELINE_STAGES=${config.pipelineStages}: calls run without ${config.pipelineStages === "none" ? "request ids, deadlines, credentials or audit" : "authentication or authorization: every caller may do everything"}; for benchmarks only`);
   }
   const callTallies = config.metrics === "off" ? null : new CallTallies();
-  // Rate limits: counted in this process's memory, or in Redis when REDIS_URL is set so that every server shares them.
-  const limiter: RateLimiter =
-    config.redisUrl === ""
-      ? new MemoryRateLimiter(config.rateLimits)
-      : new RedisRateLimiter(config.redisUrl, config.rateLimits, config.rateLimitKeyPrefix, logger);
   const stages = pipelineStages({
     logger,
     clock,

@@ -4,6 +4,7 @@ import type { Credentials } from "../pipeline/call.js";
 import type { ErrorDomain } from "../errors/reasons.js";
 import type { Clock } from "../shared/clock.js";
 import type { IdentityStore } from "../storage/identity-store.js";
+import type { FailureCounts } from "../ratelimit/failure-counts.js";
 import { FailureLimiter } from "./failure-limiter.js";
 import { apiKeyOfAnotherWorkspace, tooManyFailedAuthentications, unauthenticated } from "./identity-errors.js";
 import { hashSecret, idOf, issueSecret, secretMatches } from "./secrets.js";
@@ -11,6 +12,8 @@ import { hashSecret, idOf, issueSecret, secretMatches } from "./secrets.js";
 export interface AuthenticatorSettings {
   tokenTtlMs: number;
   failuresPerMinute: number;
+  // Where failures are counted (the rate limits' store, shared when it is Redis); none: this process's memory.
+  failureCounts?: FailureCounts;
   // Where an address or client id that became blocked is reported, at warn (the server's logger). None: not reported.
   logger?: Pick<Logger, "warn">;
 }
@@ -71,14 +74,18 @@ export class Authenticator {
     private readonly clock: Clock,
     private readonly settings: AuthenticatorSettings,
   ) {
-    this.bySource = new FailureLimiter(settings.failuresPerMinute, (address, seconds) =>
-      this.reportBlock(
-        { address: printable(address, 64) },
-        `address ${printable(address, 64)} made more than ${settings.failuresPerMinute} failed authentications in a minute: its failures are refused for ${seconds} s (valid credentials from it still pass)`,
-        seconds,
-      ),
+    this.bySource = new FailureLimiter(
+      settings.failuresPerMinute,
+      "auth-failures:address",
+      (address, seconds) =>
+        this.reportBlock(
+          { address: printable(address, 64) },
+          `address ${printable(address, 64)} made more than ${settings.failuresPerMinute} failed authentications in a minute: its failures are refused for ${seconds} s (valid credentials from it still pass)`,
+          seconds,
+        ),
+      settings.failureCounts,
     );
-    this.byClientId = new FailureLimiter(settings.failuresPerMinute, (clientId, seconds) => {
+    this.byClientId = new FailureLimiter(settings.failuresPerMinute, "auth-failures:client-id", (clientId, seconds) => {
       // Bounded (service_auth refuses a client id over 128 characters before it is counted) and escaped; never a
       // secret, even one pasted into client_id.
       const shown = CREDENTIAL_PREFIX.test(clientId) ? "(a credential sent as client_id, not shown)" : printable(clientId, 128);
@@ -87,7 +94,7 @@ export class Authenticator {
         `client id ${shown} had more than ${settings.failuresPerMinute} failed authentications in a minute: it is refused for ${seconds} s, even with its right secret`,
         seconds,
       );
-    });
+    }, settings.failureCounts);
   }
 
   // One warn line per block (FailureLimiter calls once per block, never per failure), at most
@@ -195,7 +202,7 @@ export class Authenticator {
   // refused for a while even with the right secret, so that its secret cannot be guessed from many addresses; an
   // address that failed too often is refused its failures only, like authenticate().
   async issueToken(clientId: string, clientSecret: string, source: string, domain: ErrorDomain): Promise<IssuedToken> {
-    const clientBlocked = this.byClientId.blockedFor(clientId);
+    const clientBlocked = await this.byClientId.blockedFor(clientId);
     if (clientBlocked > 0) throw tooManyFailedAuthentications(domain, "client id", clientBlocked);
     const account = clientId.length <= 200 ? await this.store.serviceAccountByClientId(clientId) : null;
     const matches = secretMatches(clientSecret, account?.secretHash ?? NO_ACCOUNT_HASH);

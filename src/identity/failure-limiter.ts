@@ -1,44 +1,29 @@
-import { RateLimiterMemory } from "rate-limiter-flexible";
+import { countedInMemory } from "../ratelimit/failure-counts.js";
+import type { FailureCounts } from "../ratelimit/failure-counts.js";
+import type { RateLimiterAbstract } from "rate-limiter-flexible";
 
 // Counts failed authentications per key (a source address, a client id) and blocks a key that failed too often
-// in a minute, for a minute. A blocked key is refused before its credentials are looked at, so that guessing
-// stops being worth anything; other callers are not slowed, since a refusal costs a map lookup.
-//
-// rate-limiter-flexible does the counting (its in-memory store now; the same limiter has Redis and PostgreSQL
-// stores for several servers). Its API is asynchronous, which suits failures; the block is mirrored in a map so
-// that the check every call makes stays synchronous.
-// Each entry took a minute's worth of failures to earn, so the map stays small; expired ones are dropped when it
-// grows.
-const MAX_BLOCKED = 10_000;
-
+// in a minute, for a minute. rate-limiter-flexible does the counting, where `counts` says: in this process's memory,
+// or in Redis with the request rate limits, so that servers sharing one store count together.
 export class FailureLimiter {
-  private readonly limiter: RateLimiterMemory;
-  private readonly blockedUntil = new Map<string, number>();
+  private readonly limiter: RateLimiterAbstract;
 
-  // onBlocked is called once per block: when a key that was not blocked becomes so (not for the failures that are
-  // refused while it is), with the seconds it stays blocked.
+  // onBlocked is called once per block: for the failure that crossed the limit (on a shared store, on the one server
+  // that counted it), not for the failures refused while the block lasts, with the seconds it lasts.
   constructor(
-    failuresPerMinute: number,
+    private readonly failuresPerMinute: number,
+    name: string,
     private readonly onBlocked: (key: string, seconds: number) => void = () => {},
+    counts: FailureCounts = countedInMemory,
   ) {
-    this.limiter = new RateLimiterMemory({ points: failuresPerMinute, duration: 60, blockDuration: 60 });
+    this.limiter = counts(name, { points: failuresPerMinute, duration: 60, blockDuration: 60 });
   }
 
-  // Seconds the key stays blocked, or 0.
-  blockedFor(key: string): number {
-    const until = this.blockedUntil.get(key);
-    if (until === undefined) return 0;
-    const left = until - Date.now();
-    if (left <= 0) {
-      this.blockedUntil.delete(key);
-      return 0;
-    }
-    return Math.ceil(left / 1000);
-  }
-
-  private forgetExpired(): void {
-    const now = Date.now();
-    for (const [key, until] of this.blockedUntil) if (until <= now) this.blockedUntil.delete(key);
+  // Seconds the key stays blocked, or 0. Asked of the store, so that a block another server made counts here too.
+  async blockedFor(key: string): Promise<number> {
+    const counted = await this.limiter.get(key);
+    if (counted === null || counted.consumedPoints <= this.failuresPerMinute) return 0;
+    return Math.max(1, Math.ceil(counted.msBeforeNext / 1000));
   }
 
   // Counts one failure; returns the seconds the key is now blocked for, or 0.
@@ -47,13 +32,10 @@ export class FailureLimiter {
       await this.limiter.consume(key);
       return 0;
     } catch (rejection) {
-      const ms = (rejection as { msBeforeNext?: number }).msBeforeNext;
-      if (typeof ms !== "number") throw rejection;
-      const already = this.blockedFor(key) > 0;
-      if (this.blockedUntil.size >= MAX_BLOCKED) this.forgetExpired();
-      this.blockedUntil.set(key, Date.now() + ms);
-      const seconds = Math.max(1, Math.ceil(ms / 1000));
-      if (!already) this.onBlocked(key, seconds);
+      const { consumedPoints, msBeforeNext } = rejection as { consumedPoints?: number; msBeforeNext?: number };
+      if (typeof msBeforeNext !== "number" || typeof consumedPoints !== "number") throw rejection;
+      const seconds = Math.max(1, Math.ceil(msBeforeNext / 1000));
+      if (consumedPoints === this.failuresPerMinute + 1) this.onBlocked(key, seconds);
       return seconds;
     }
   }

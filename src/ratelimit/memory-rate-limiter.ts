@@ -1,5 +1,6 @@
 import { RateLimiterMemory } from "rate-limiter-flexible";
 import type { Decision, RateClass, RateLimiter, RateLimits } from "./rate-limits.js";
+import { countedInMemory } from "./failure-counts.js";
 import { classWindows, takeFromWindows } from "./library-windows.js";
 import type { ClassWindows } from "./library-windows.js";
 
@@ -9,6 +10,7 @@ import type { ClassWindows } from "./library-windows.js";
 // move time with vitest's fake Date.
 export class MemoryRateLimiter implements RateLimiter {
   private readonly windows: Record<RateClass, ClassWindows>;
+  readonly failureCounts = countedInMemory;
 
   constructor(limits: RateLimits) {
     this.windows = classWindows(limits, (keyPrefix, points, windowMs) => new RateLimiterMemory({ keyPrefix, points, duration: windowMs / 1000 }));

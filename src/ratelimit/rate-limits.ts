@@ -1,6 +1,8 @@
 // What the rate limits are (CONTRACT section 6): per credential, counted by the HTTP method of the RPC's
 // google.api.http rule (GET; POST with PATCH, DELETE and PUT counted as POST), per minute and per day at once.
 
+import type { FailureCounts } from "./failure-counts.js";
+
 export type RateClass = "GET" | "POST";
 
 export interface ClassLimits {
@@ -38,6 +40,8 @@ export interface Decision {
 // (Redis unreachable); the stage then fails open or closed as configured.
 export interface RateLimiter {
   take(rateClass: RateClass, key: string): Promise<Decision | null>;
+  // Where failed authentications are counted: the same store, shared by the servers as far as it is.
+  readonly failureCounts: FailureCounts;
   // Resolves once the store can be asked (at once for memory), or once waiting longer is pointless.
   ready(): Promise<void>;
   close(): Promise<void>;

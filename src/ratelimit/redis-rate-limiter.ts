@@ -1,6 +1,7 @@
 import { Redis } from "ioredis";
 import type { Logger } from "pino";
-import { RateLimiterRedis } from "rate-limiter-flexible";
+import { RateLimiterMemory, RateLimiterRedis } from "rate-limiter-flexible";
+import type { FailureCounts } from "./failure-counts.js";
 import { classWindows, takeFromWindows } from "./library-windows.js";
 import type { ClassWindows } from "./library-windows.js";
 import type { Decision, RateClass, RateLimiter, RateLimits } from "./rate-limits.js";
@@ -24,7 +25,7 @@ export class RedisRateLimiter implements RateLimiter {
   constructor(
     url: string,
     limits: RateLimits,
-    keyPrefix: string,
+    private readonly keyPrefix: string,
     private readonly logger: Logger,
   ) {
     // No offline queue: while Redis is unreachable a call is answered at once (open or closed) instead of waiting
@@ -37,6 +38,19 @@ export class RedisRateLimiter implements RateLimiter {
       (windowPrefix, points, windowMs) => new RateLimiterRedis({ storeClient: this.client, keyPrefix: `${keyPrefix}:${windowPrefix}`, points, duration: windowMs / 1000, rejectIfRedisNotReady: true }),
     );
   }
+
+  // Failed authentications are counted in Redis too, under `<prefix>:<name>:<key>`, so that a client id blocked by
+  // one server is blocked by all and N servers do not allow N times the limit (a probe with three servers,
+  // 2026-11-28). While Redis is unreachable each server counts in its own memory (the library's insurance limiter):
+  // for guessers that is the safe side, where RATE_LIMIT_STORE_FAILURE=open would have let every failure through.
+  readonly failureCounts: FailureCounts = (name, window) =>
+    new RateLimiterRedis({
+      storeClient: this.client,
+      keyPrefix: `${this.keyPrefix}:${name}`,
+      ...window,
+      rejectIfRedisNotReady: true,
+      insuranceLimiter: new RateLimiterMemory({ keyPrefix: name, ...window }),
+    });
 
   async take(rateClass: RateClass, key: string): Promise<Decision | null> {
     try {

@@ -381,6 +381,45 @@ describe("with Redis", () => {
     }
   });
 
+  // Failed authentications are counted in the same store: each of two servers allowed its own 20 a minute, and a
+  // client id blocked by one still got a token from the other (a probe with three servers, 2026-11-28).
+  it("counts failed authentications across two servers sharing Redis, and blocks a client id on both", async () => {
+    const data = tempDir();
+    const env = { AUTH_FAILURES_PER_MINUTE: "3", REDIS_URL, RATE_LIMIT_KEY_PREFIX: `${prefix}:auth` };
+    const first = await startServer({ dataDir: data.path, env });
+    const second = await startServer({ dataDir: data.path, env });
+    const admin = adminCredentials(data.path);
+    const serviceAuth = async (server: TestServer, secret: string) => {
+      const res = await fetch(`${server.url}/public/v2/service_auth`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ client_id: admin.client_id, client_secret: secret }),
+      });
+      const body = (await res.json()) as { message?: string };
+      // REST's details are {typeUrl, value} (CONTRACT section 3): the message tells a block from a wrong secret.
+      return { status: res.status, blocked: body.message?.startsWith("too many failed authentications from this client id") ?? false };
+    };
+    try {
+      const answers = [];
+      for (const server of [first, second, first, second]) answers.push(await serviceAuth(server, "cpcs.wrong"));
+      expect(answers).toEqual([
+        { status: 401, blocked: false },
+        { status: 401, blocked: false },
+        { status: 401, blocked: false },
+        { status: 429, blocked: true },
+      ]);
+      // Blocked on both, the right secret included.
+      for (const server of [first, second]) expect(await serviceAuth(server, admin.client_secret)).toEqual({ status: 429, blocked: true });
+      // One block, told once, by the server that counted the failure over the limit.
+      const told = (server: TestServer) => server.logs().split("\n").filter((line) => line.includes("failed authentications: client id")).length;
+      expect(told(first) + told(second)).toBe(1);
+    } finally {
+      await second.stop();
+      await first.stop();
+      data.remove();
+    }
+  });
+
   it("shows the spent day in the minute's refusals, as the memory store does", async () => {
     const catalog = tempDir();
     const server = await startServer({
@@ -402,6 +441,26 @@ describe("with Redis", () => {
     } finally {
       await server.stop();
       catalog.remove();
+    }
+  });
+
+  // Whatever RATE_LIMIT_STORE_FAILURE says for the request limits: letting every guess through while Redis is down
+  // would make an outage of the limiter's store an opening for guessers.
+  it("counts failed authentications in memory while Redis is unreachable", async () => {
+    const server = await startServer({ env: { AUTH_FAILURES_PER_MINUTE: "3", REDIS_URL: "redis://127.0.0.1:1", RATE_LIMIT_STORE_FAILURE: "open" } });
+    try {
+      const codes = [];
+      for (let i = 0; i < 4; i++) {
+        const res = await fetch(`${server.url}/public/v2/service_auth`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ client_id: "cpci.nobody", client_secret: "cpcs.wrong" }),
+        });
+        codes.push(res.status);
+      }
+      expect(codes).toEqual([401, 401, 401, 429]);
+    } finally {
+      await server.stop();
     }
   });
 
