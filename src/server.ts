@@ -118,6 +118,9 @@ async function assemble(config: Config, logger: Logger, options: BuildOptions, c
   const sweeper = new Sweeper(manager, config.sweepIntervalMs, logger);
   const health = new HealthStatus();
   const shutdown = new AbortController();
+  // Aborted when close() begins: /readyz answers 503, new calls are refused (the pipeline's shutdown stage) and
+  // HTTP/1.1 answers ask for their connection to be closed.
+  const draining = new AbortController();
   // Connect links every call's signal to this one, so it has as many listeners as there are calls in flight.
   setMaxListeners(0, shutdown.signal);
   const compute = createComputeModule({
@@ -183,6 +186,7 @@ async function assemble(config: Config, logger: Logger, options: BuildOptions, c
     audit,
     metrics: callTallies,
     rateLimits: { limiter, limits: config.rateLimits, services: config.rateLimitServices, onStoreFailure: config.rateLimitStoreFailure },
+    draining: draining.signal,
     extra: options.extraStages ?? [],
   });
   const table = new MethodTable(served, infrastructureServices, stages);
@@ -237,14 +241,13 @@ async function assemble(config: Config, logger: Logger, options: BuildOptions, c
 
   const vcd = createVcdHandler({ table, supportedVersions: config.vcdApiVersions, logger });
 
-  let accepting = true;
   // Not async: the REST handler catches whatever its call throws, so there is nothing left to await here.
   function fallback(req: Req, res: Res): void {
     if (req.method === "GET" || req.method === "HEAD") {
       const path = (req.url ?? "/").split("?")[0] ?? "/";
       if (staticFiles(req, res, path)) return;
       if (path === "/healthz" || path === "/readyz") {
-        const ok = path === "/healthz" || accepting;
+        const ok = path === "/healthz" || !draining.signal.aborted;
         // Every response carries a request id (docs/errors.md), these too, which no call pipeline answers.
         res.writeHead(ok ? 200 : 503, { "content-type": "application/json", "x-request-id": requestIdOf(req.headers["x-request-id"]?.toString()) });
         res.end(JSON.stringify({ status: ok ? "ok" : "shutting down" }));
@@ -305,6 +308,9 @@ async function assemble(config: Config, logger: Logger, options: BuildOptions, c
       // An HTTP/1.1 target in absolute form is served as the path it names; a missing or repeated Host is refused.
       if (refuseRequestTarget(req, res, restRoutes)) return;
       if (applyCors(config.corsAllowedOrigins, req, res)) return;
+      // Draining: whatever this request gets, its HTTP/1.1 connection ends with it, so that the client takes its next
+      // call to another server instead of sending it here to be refused.
+      if (draining.signal.aborted && !("stream" in req)) res.setHeader("connection", "close");
       if (!longLived.has(req.url ?? "")) track(res);
       else trackLongLived(req, res);
       connect.handle(req, res);
@@ -419,7 +425,7 @@ async function assemble(config: Config, logger: Logger, options: BuildOptions, c
     // Graceful: stop accepting, let in-flight calls finish (up to the shutdown timeout), end open streams,
     // then close the store.
     async close() {
-      accepting = false;
+      draining.abort();
       health.shutdown();
       // First, so that WaitTask calls return now instead of holding up the drain below.
       const computeStopped = compute.stop();
@@ -438,7 +444,7 @@ async function assemble(config: Config, logger: Logger, options: BuildOptions, c
       // with UNAVAILABLE, so that a balancer watching learns the server drains from the watch itself, not from a
       // dropped connection (a probe, 2026-11-27), and a second for the end to be written before the sockets go.
       await new Promise((resolve) => setImmediate(resolve));
-      shutdown.abort(serverShuttingDown());
+      shutdown.abort(serverShuttingDown("cloudplane"));
       if (longLivedOpen.size > 0) {
         await new Promise<void>((resolve) => {
           longLivedEnded = resolve;

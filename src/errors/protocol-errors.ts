@@ -85,11 +85,11 @@ export function unknownCompression(domain: ErrorDomain, name: string, accepted: 
 }
 
 // How a call open by design (a health Watch) ends when the server stops gracefully, after its NOT_SERVING.
-export function serverShuttingDown(): DomainError {
+export function serverShuttingDown(domain: ErrorDomain): DomainError {
   return new DomainError({
     code: "unavailable",
     reason: "SERVER_SHUTTING_DOWN",
-    domain: "cloudplane",
+    domain,
     message: "the server is shutting down",
     retryAfterSeconds: 1,
   });

@@ -16,6 +16,7 @@ import type { CallTallies } from "../metrics/call-tally.js";
 import { rateLimitStage } from "./stages/rate-limit.js";
 import type { RateLimitSettings } from "./stages/rate-limit.js";
 import { requestIdStage } from "./stages/request-id.js";
+import { shutdownStage } from "./stages/shutdown.js";
 
 // all: every stage. none: no stage at all; no-access: every stage but authentication and authorization (every
 // caller is "anonymous" with every permission). The last two are for benchmarks only, to measure what the stages
@@ -34,6 +35,8 @@ export interface StageSettings {
   // Where the metrics stage counts calls; null when metrics are off (METRICS=off).
   metrics: CallTallies | null;
   rateLimits: RateLimitSettings;
+  // Aborted when the server begins to shut down: calls arriving from then on are refused.
+  draining: AbortSignal;
   // Tests only: stages run last, just before the handler (a probe that records every call).
   extra: readonly Stage[];
 }
@@ -50,6 +53,7 @@ export function pipelineStages(settings: StageSettings): Stage[] {
     ...(settings.metrics !== null ? [metricsStage(settings.metrics)] : []),
     // Outside everything after it, so that a failure of any later stage is mapped and logged like the handler's.
     errorsAndLogStage(settings.logger),
+    shutdownStage(settings.draining),
     deadlineStage(settings.maxCallMs),
     credentialsStage,
     ...(access !== null ? [authenticationStage(access.authenticator)] : []),

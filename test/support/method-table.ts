@@ -26,5 +26,5 @@ export function stagesWithoutAccess(logger: Logger, records: AuditRecord[] = [])
   const audit = new AuditTrail({ append: async (batch) => void records.push(...batch), query: async () => [], prune: async () => 0 }, logger);
   const limits = { GET: { perMinute: 1, perDay: 1 }, POST: { perMinute: 1, perDay: 1 } };
   const rateLimits = { limiter: new MemoryRateLimiter(limits), limits, services: [], onStoreFailure: "open" as const };
-  return pipelineStages({ logger, clock: systemClock, maxCallMs: 60_000, mode: "no-access", access: null, audit, metrics: null, rateLimits, extra: [] });
+  return pipelineStages({ logger, clock: systemClock, maxCallMs: 60_000, mode: "no-access", access: null, audit, metrics: null, rateLimits, draining: new AbortController().signal, extra: [] });
 }

@@ -1,0 +1,90 @@
+import http from "node:http";
+import { describe, expect, it } from "vitest";
+import type { Stage } from "../../src/pipeline/stage.js";
+import { startServer } from "../support/server.js";
+import { tempDir } from "../support/temp-dir.js";
+
+// A call that arrives on a kept-alive HTTP/1.1 connection after the server began to shut down used to be served:
+// the drain waited for the calls running when it began, then the audit trail's last batch was stored and the store
+// closed under the newcomer. On PostgreSQL such a call committed its key and then failed to store its record,
+// answered UNAVAILABLE, "retry later" (a probe, 2026-11-28): a change made, unrecorded, and made twice by a retry.
+// Now it is refused before any stage that could write, and its connection is closed with the answer.
+
+interface Answer {
+  status: number;
+  connection: string | undefined;
+  body: { code?: number; message?: string; details?: { typeUrl?: string }[] };
+}
+
+function post(agent: http.Agent, url: string, token: string, path: string, body: object, headers: Record<string, string> = {}): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(`${url}${path}`, { method: "POST", agent, headers: { authorization: `Bearer ${token}`, "content-type": "application/json", ...headers } }, (res) => {
+      let text = "";
+      res.on("data", (chunk: Buffer) => (text += chunk.toString()));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, connection: res.headers.connection, body: JSON.parse(text) as Answer["body"] }));
+    });
+    req.on("error", reject);
+    req.end(JSON.stringify(body));
+  });
+}
+
+describe("shutting down", () => {
+  it("refuses a call that arrives during the drain, before it changes anything, and closes its connection", async () => {
+    const data = tempDir();
+    // Holds each call marked `x-hold: <name>` until the test releases that name, so that the drain has calls in
+    // flight to wait for, and a kept-alive connection is busy (not idle, which the shutdown closes) when it begins.
+    const holds = new Map<string, { reached: Promise<void>; reach: () => void; released: Promise<void>; release: () => void }>();
+    const holdOf = (name: string) => {
+      let hold = holds.get(name);
+      if (hold === undefined) {
+        let reach = (): void => {};
+        let release = (): void => {};
+        const reached = new Promise<void>((resolve) => (reach = resolve));
+        const released = new Promise<void>((resolve) => (release = resolve));
+        hold = { reached, reach, released, release };
+        holds.set(name, hold);
+      }
+      return hold;
+    };
+    const hold: Stage = (call, next) => {
+      const name = call.headers.get("x-hold") ?? null;
+      if (name === null) return next(call);
+      holdOf(name).reach();
+      return holdOf(name).released.then(() => next(call));
+    };
+    const server = await startServer({ dataDir: data.path, stages: [hold] });
+    const first = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    const second = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    let closing: Promise<void> | null = null;
+    try {
+      const held = post(first, server.url, server.token, "/v1/keys", { parentId: "drain", name: "held" }, { "x-hold": "held" });
+      const busy = post(second, server.url, server.token, "/v1/keys", { parentId: "drain", name: "busy" }, { "x-hold": "busy" });
+      await Promise.all([holdOf("held").reached, holdOf("busy").reached]);
+      closing = server.app.close();
+      // Both calls were running when the drain began: each is answered as usual. The second connection then
+      // carries a call that arrived during the drain.
+      holdOf("busy").release();
+      expect((await busy).status).toBe(200);
+      const late = await post(second, server.url, server.token, "/v1/keys", { parentId: "drain", name: "late" });
+      expect(late).toMatchObject({ status: 503, connection: "close", body: { code: 14, message: "the server is shutting down" } });
+      holdOf("held").release();
+      expect((await held).status).toBe(200);
+      await closing;
+    } finally {
+      for (const hold of holds.values()) hold.release();
+      if (closing === null) await server.app.close();
+      first.destroy();
+      second.destroy();
+    }
+    // On the same store: the key of the refused call was never made.
+    const again = await startServer({ dataDir: data.path });
+    try {
+      const res = await fetch(`${again.url}/v1/keys?parentId=drain`, { headers: { authorization: `Bearer ${again.token}` } });
+      const names = ((await res.json()) as { keys?: { name: string }[] }).keys?.map((k) => k.name);
+      expect(names?.sort()).toEqual(["busy", "held"]);
+    } finally {
+      await again.stop();
+      data.remove();
+    }
+  });
+});
