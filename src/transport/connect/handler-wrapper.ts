@@ -121,12 +121,13 @@ export function wrapHandler(handler: UniversalHandler, settings: WrapperSettings
 }
 
 // The status entries of a failed call, replaced by the completed error's; the other entries (x-request-id ...)
-// stay as they are. Returns whether the call failed, i.e. whether anything was set.
-function completeGrpcStatus(trailer: Headers, complete: (error: ConnectError) => ConnectError): boolean {
+// stay as they are. Returns the completed error, or undefined when the call did not fail (nothing was set).
+function completeGrpcStatus(trailer: Headers, complete: (error: ConnectError) => ConnectError): ConnectError | undefined {
   const error = findTrailerError(trailer);
-  if (error === undefined) return false;
-  grpcStatusHeaders(complete(error)).forEach((value, key) => trailer.set(key, value));
-  return true;
+  if (error === undefined) return undefined;
+  const completed = complete(error);
+  grpcStatusHeaders(completed).forEach((value, key) => trailer.set(key, value));
+  return completed;
 }
 
 // gRPC: the status is in the trailers, which Connect fills in as the body ends and the adapter writes after it.
@@ -150,15 +151,24 @@ async function completeGrpcWeb(
   complete: (error: ConnectError) => ConnectError,
   call: Call | undefined,
 ): Promise<UniversalServerResponse> {
-  let refusal: ConnectError | undefined;
-  const frames = completeGrpcWebTrailer(body, (error) => (refusal = complete(error)))[Symbol.asyncIterator]();
+  let headersSent = false;
+  // A refusal whose trailer frame is the first frame (nothing was sent before it) has its metadata moved to the HTTP
+  // headers, where fetch and HTTP tooling look: each entry once, as a native gRPC trailers-only answer has it in
+  // its one block. Repeated in the trailer frame, connect-web merged both into the error's metadata and read
+  // "3, 3" for X-RateLimit-Limit and "<id>, <id>" for x-request-id (a probe, 2026-11-28).
+  const refused = (error: ConnectError, trailer: Headers): void => {
+    if (headersSent) return;
+    refusalHeaders(header, error, call?.responseHeaders ?? null);
+    for (const name of [...trailer.keys()]) if (!name.startsWith("grpc-") && header.has(name)) trailer.delete(name);
+  };
+  const frames = completeGrpcWebTrailer(body, complete, refused)[Symbol.asyncIterator]();
   const first = frames.next();
   // Settled before the headers are decided; a failure of the body stays the body's, as it was.
   await first.then(
     () => undefined,
     () => undefined,
   );
-  if (refusal !== undefined) refusalHeaders(header, refusal, call?.responseHeaders ?? null);
+  headersSent = true;
   return { ...res, header, body: replayed(first, frames) };
 }
 
@@ -195,6 +205,7 @@ function refusalHeaders(header: Headers, error: ConnectError, callHeaders: reado
 async function* completeGrpcWebTrailer(
   body: AsyncIterable<Uint8Array>,
   complete: (error: ConnectError) => ConnectError,
+  refused: (error: ConnectError, trailer: Headers) => void,
 ): AsyncIterable<Uint8Array> {
   for await (const chunk of body) {
     const isTrailerFrame =
@@ -206,8 +217,14 @@ async function* completeGrpcWebTrailer(
       continue;
     }
     const trailer = trailerParse(chunk.subarray(ENVELOPE_BYTES));
+    const error = completeGrpcStatus(trailer, complete);
     // A successful call's trailer frame goes out as Connect wrote it.
-    yield completeGrpcStatus(trailer, complete) ? encodeEnvelope(trailerFlag, trailerSerialize(trailer)) : chunk;
+    if (error === undefined) {
+      yield chunk;
+      continue;
+    }
+    refused(error, trailer);
+    yield encodeEnvelope(trailerFlag, trailerSerialize(trailer));
   }
 }
 
