@@ -61,7 +61,7 @@ import { createMetricsEndpoint } from "./transport/metrics-endpoint.js";
 import { createVcdHandler } from "./transport/vcd/vcd-handler.js";
 import { isVcdPath } from "./transport/vcd/vcd-paths.js";
 import { RouteTable } from "./transport/rest/route-table.js";
-import { refuseRequestTarget } from "./transport/rest/request-target.js";
+import { http2AuthorityProblem, refuseRequestTarget } from "./transport/rest/request-target.js";
 import { answerParserRefusal } from "./transport/rest/parser-refusals.js";
 import type { ParserError } from "./transport/rest/parser-refusals.js";
 
@@ -305,7 +305,8 @@ async function assemble(config: Config, logger: Logger, options: BuildOptions, c
     try {
       // First: a CORS preflight is answered (204) without reading its body too.
       releaseUnreadBody(req, res, MAX_REQUEST_BYTES);
-      // An HTTP/1.1 target in absolute form is served as the path it names; a missing or repeated Host is refused.
+      // An HTTP/1.1 target in absolute form is served as the path it names; a missing, repeated or malformed Host (or
+      // HTTP/2 :authority) is refused.
       if (refuseRequestTarget(req, res, restRoutes)) return;
       if (applyCors(config.corsAllowedOrigins, req, res)) return;
       // Draining: whatever this request gets, its HTTP/1.1 connection ends with it, so that the client takes its next
@@ -343,7 +344,8 @@ async function assemble(config: Config, logger: Logger, options: BuildOptions, c
       if (stream.destroyed) return;
       try {
         if (!longLived.has(headers[":path"] ?? "")) requestTimeouts.limit(stream);
-        if (grpc?.tryServe(stream, headers) === true) {
+        // A stream whose authority is refused goes to the request listener, which answers it (request-target.ts).
+        if (grpc !== null && http2AuthorityProblem(headers, rawHeaders) === null && grpc.tryServe(stream, headers)) {
           track(stream);
           return;
         }

@@ -58,7 +58,7 @@ export interface RequestLine {
 }
 
 // The answer to a request refused before any route is read: a REST google.rpc.Status in JSON with the domain of the
-// service whose route the request line names (else "cloudplane"), or for the virtualization API's paths its Error
+// service whose route or RPC method the request line names (else "cloudplane"), or for the virtualization API's paths its Error
 // document (no version was agreed).
 export function refusalAnswer(
   line: RequestLine | null,
@@ -92,13 +92,16 @@ function requestLine(raw: Buffer | undefined): RequestLine | null {
   return path === undefined ? null : { httpMethod, target: path };
 }
 
-// The domain of the route the request line names.
+// The domain of the route the request line names, or of the method its RPC path names.
 function domainOfRequestLine(line: RequestLine | null, routes: RouteTable): ErrorDomain {
   if (line === null) return "cloudplane";
   const { httpMethod, target } = line;
   const q = target.indexOf("?");
+  const path = q < 0 ? target : target.slice(0, q);
+  const rpc = routes.methods.byPath(path);
+  if (rpc !== undefined) return rpc.policy.domain;
   try {
-    const found = routes.lookup(httpMethod.toUpperCase(), q < 0 ? target : target.slice(0, q));
+    const found = routes.lookup(httpMethod.toUpperCase(), path);
     if (found.kind === "found") return found.route.entry.policy.domain;
     if (found.kind === "method_not_allowed") return found.entry.policy.domain;
   } catch {

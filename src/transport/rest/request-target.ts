@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from "node:http";
 import { Code } from "@connectrpc/connect";
 import { protocolError } from "../../errors/protocol-errors.js";
 import { requestIdOf } from "../../pipeline/call.js";
@@ -7,54 +8,92 @@ import { refusalAnswer } from "./parser-refusals.js";
 import { isHostAndPort } from "./uri-host.js";
 import type { RouteTable } from "./route-table.js";
 
-// The request target and Host header of an HTTP/1.1 request, as RFC 9112 section 3.2 has them, checked before
-// anything routes the request:
+const BAD_HOST = "the Host header must be a host name or address, with an optional port (RFC 9110, section 7.2)";
+
+// The request target and the authority of a request, checked before anything routes it. The XML surface writes the
+// authority into every href it answers with (docs/vcd.md), so nothing but a host and optional port may pass.
+// HTTP/1.x, as RFC 9112 section 3.2 has it:
 // - a server MUST accept the absolute-form (`GET http://host/path HTTP/1.1`, 3.2.2), which proxies send and any
 //   client may: it is served as the origin-form it names, with the target's authority as its Host (a server MUST
 //   ignore the Host header then), so that every surface routes and links it as it would `/path`;
 // - a server MUST answer 400 to an HTTP/1.1 request without a Host header, with more than one, or with one whose
-//   value is not a host and optional port (3.2; RFC 9110 section 7.2: `uri-host [ ":" port ]`, possibly empty); the
-//   XML surface writes that value into every href it answers with (docs/vcd.md). Node's own
-//   refusal of a missing one (`requireHostHeader`) is a 400 with no body, and the TLS server's HTTP/1.1 does not
-//   check it at all; here it is the JSON google.rpc.Status every REST refusal is (docs/callers.md), the
-//   virtualization API's Error document under `/api/`, and the connection is closed.
-// HTTP/2 requests carry `:path` and `:authority`, which Node checks itself; HTTP/1.0 needs no Host, but one it sends
-// is held to the same form.
+//   value is not a host and optional port (3.2; RFC 9110 section 7.2: `uri-host [ ":" port ]`, possibly empty).
+//   HTTP/1.0 needs no Host, but one it sends is held to the same form.
+// HTTP/2, as RFC 9113 section 8.3.1 has it: `:authority` MUST NOT carry user information, and a Host header that
+// names another authority makes the request malformed. Node checks neither (it served `:authority: u@evil.test`,
+// and `host: evil.test` beside `:authority: 127.0.0.1`, whose links then named evil.test), so `:authority` and Host
+// are held to the HTTP/1.1 Host header's form and must agree when both are sent (a request with neither is reset by
+// Node's HTTP/2 library before it is announced).
+// A refusal is the JSON google.rpc.Status every REST refusal is (docs/callers.md), the virtualization API's Error
+// document under `/api/`; Node's own refusal of a missing Host (`requireHostHeader`) was a 400 with no body.
 //
 // Rewrites an absolute-form target in place; returns true when it answered the request with a refusal.
 export function refuseRequestTarget(req: NodeRequest, res: NodeResponse, routes: RouteTable): boolean {
-  if (req.httpVersionMajor !== 1) return false;
-  const url = req.url ?? "/";
-  let problem: string | null = null;
-  let target: { path: string; authority: string } | null = null;
-  if (url.charCodeAt(0) !== 0x2f /* "/" */ && url !== "*") {
-    target = absoluteForm(url);
-    if (target === null) problem = "the request target must be a path, or an absolute http or https URI with a host (RFC 9112, section 3.2)";
-  }
-  if (problem === null) {
-    const hosts = hostHeaderCount(req.rawHeaders);
-    if (hosts === 0 && req.httpVersionMinor >= 1) problem = "an HTTP/1.1 request must have a Host header (RFC 9112, section 3.2)";
-    else if (hosts > 1 && req.httpVersionMinor >= 1) problem = "an HTTP/1.1 request must have one Host header, not several (RFC 9112, section 3.2)";
-    // An absolute-form target's authority stands for the Host header, which is ignored then.
-    else if (hosts > 0 && target === null && !isHostAndPort(req.headers.host ?? "")) {
-      problem = "the Host header must be a host name or address, with an optional port (RFC 9110, section 7.2)";
-    }
-  }
-  if (target !== null) {
-    req.url = target.path;
-    req.headers.host = target.authority;
-  }
+  const problem = req.httpVersionMajor === 2 ? http2AuthorityProblem(req.headers, req.rawHeaders) : http1TargetProblem(req);
   if (problem === null) return false;
-  const refusal = problem;
   const given = req.headers["x-request-id"];
   const requestId = requestIdOf(Array.isArray(given) ? given[0] : given);
   const path = (req.url ?? "/").charCodeAt(0) === 0x2f ? (req.url ?? "/") : null;
   const line = path === null ? null : { httpMethod: req.method ?? "GET", target: path };
-  const { status, type, body } = refusalAnswer(line, (domain) => protocolError(domain, Code.InvalidArgument, refusal), requestId, routes);
+  const { status, type, body } = refusalAnswer(line, (domain) => protocolError(domain, Code.InvalidArgument, problem), requestId, routes);
+  const headers: Record<string, string | number> = { "content-type": type, "content-length": Buffer.byteLength(body), "x-request-id": requestId };
+  // HTTP/1.1 cannot tell what else the sender of a malformed request meant; HTTP/2 refuses the one stream, and
+  // forbids a Connection header.
+  if (req.httpVersionMajor !== 2) headers.connection = "close";
   const out = res as { writeHead(status: number, headers: Record<string, string | number>): unknown; end(body: string): unknown };
-  out.writeHead(status, { "content-type": type, "content-length": Buffer.byteLength(body), "x-request-id": requestId, connection: "close" });
+  out.writeHead(status, headers);
   out.end(body);
   return true;
+}
+
+// The authority a request was sent to, once refuseRequestTarget has let it through: `:authority` over HTTP/2
+// (RFC 9113 8.3.1: a Host header is not used when it is present), else the Host header, which an absolute-form
+// target's authority has replaced. Undefined when the request has none (HTTP/1.0).
+export function requestAuthority(headers: IncomingHttpHeaders): string | undefined {
+  return pseudoAuthority(headers) ?? headers.host;
+}
+
+// Node's header object types every name it does not know as possibly repeated; a pseudo-header never is.
+function pseudoAuthority(headers: IncomingHttpHeaders): string | undefined {
+  const value = headers[":authority"];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+// Why an HTTP/1.x request's target or Host header is refused, or null; an absolute-form target is rewritten.
+function http1TargetProblem(req: NodeRequest): string | null {
+  const url = req.url ?? "/";
+  let target: { path: string; authority: string } | null = null;
+  if (url.charCodeAt(0) !== 0x2f /* "/" */ && url !== "*") {
+    target = absoluteForm(url);
+    if (target === null) return "the request target must be a path, or an absolute http or https URI with a host (RFC 9112, section 3.2)";
+  }
+  if (target !== null) {
+    req.url = target.path;
+    // The target's authority stands for the Host header, which is ignored then.
+    req.headers.host = target.authority;
+  }
+  const hosts = hostHeaderCount(req.rawHeaders);
+  if (hosts === 0 && req.httpVersionMinor >= 1) return "an HTTP/1.1 request must have a Host header (RFC 9112, section 3.2)";
+  if (hosts > 1 && req.httpVersionMinor >= 1) return "an HTTP/1.1 request must have one Host header, not several (RFC 9112, section 3.2)";
+  return hosts > 0 && !isHostAndPort(req.headers.host ?? "") ? BAD_HOST : null;
+}
+
+// Why an HTTP/2 stream's `:authority` and Host header are refused, or null. Exported for the direct gRPC adapter,
+// which serves streams before they become requests (src/server.ts): a stream refused here is left to the request
+// listener, which answers it as every other.
+export function http2AuthorityProblem(headers: IncomingHttpHeaders, rawHeaders: readonly string[]): string | null {
+  const authority = pseudoAuthority(headers);
+  const hosts = hostHeaderCount(rawHeaders);
+  if (authority !== undefined && !isHostAndPort(authority)) {
+    return "the :authority must be a host name or address, with an optional port and no user information (RFC 9113, section 8.3.1)";
+  }
+  if (hosts > 1) return "an HTTP/2 request must have at most one Host header (RFC 9113, section 8.3.1)";
+  const host = headers.host;
+  if (host === undefined) return null;
+  if (!isHostAndPort(host)) return BAD_HOST;
+  // Host names are case-insensitive; a port is compared as written.
+  if (authority !== undefined && host.toLowerCase() !== authority.toLowerCase()) return "the Host header must name the :authority of the request, if sent (RFC 9113, section 8.3.1)";
+  return null;
 }
 
 function hostHeaderCount(raw: readonly string[]): number {

@@ -34,12 +34,15 @@ export type RouteLookup =
 // included) once at start-up. Invalid annotations are programming errors and fail start-up.
 export class RouteTable {
   readonly routes: readonly RestRoute[];
+  // The methods themselves, by their RPC path: a refusal before routing names the domain of either kind of path.
+  readonly methods: MethodTable;
   // What lookup() answers for each template without variables requested exactly as written (by path, then HTTP
   // method), computed by the walk itself at start-up: the path of most calls (POST /v1/encrypt) is then found
   // without splitting, decoding and trying every template in turn.
   readonly #exact = new Map<string, Map<string, RouteLookup>>();
 
   constructor(table: MethodTable) {
+    this.methods = table;
     const routes: RestRoute[] = [];
     const seen = new Set<string>();
     for (const entry of table.entries()) {

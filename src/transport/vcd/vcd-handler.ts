@@ -11,6 +11,7 @@ import type { MethodEntry, MethodTable } from "../../pipeline/method-table.js";
 import { NodeHeaders } from "../header-source.js";
 import type { NodeRequest, NodeResponse } from "../node-types.js";
 import { ClientGoneError, readBody } from "../rest/body-reader.js";
+import { requestAuthority } from "../rest/request-target.js";
 import { MEDIA, queryRecordsDocument, taskDocument, vappDocument, vappHref } from "./vcd-documents.js";
 import type { Site } from "./vcd-documents.js";
 import { errorAnswer, refusal } from "./vcd-errors.js";
@@ -221,9 +222,10 @@ function utf8Text(bytes: Uint8Array): string {
   }
 }
 
-// Hrefs are made with the host the request was sent to (CONTRACT section 7).
+// Hrefs are made with the host the request was sent to (CONTRACT section 7), as the server's request listener
+// checked it (request-target.ts).
 function siteOf(req: NodeRequest): Site {
-  return { base: `https://${req.headers.host ?? req.headers[":authority"] ?? "localhost"}` };
+  return { base: `https://${requestAuthority(req.headers) ?? "localhost"}` };
 }
 
 interface BasicCredentials {
