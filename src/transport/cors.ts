@@ -9,6 +9,10 @@ const allowedHeaders = [
   "X-Workspace-Id",
   "X-Request-Id",
 ].join(", ");
+// What a page may read of an answer beyond the CORS-safelisted headers: the RPC protocols' status, the request id,
+// the rate limits; the virtualization API's session token (the one thing POST /api/sessions answers with) and the
+// Location of an instantiated vApp; and the Allow of a 405 and the WWW-Authenticate of a 401, which say what to do
+// next (docs/access.md, "Browsers").
 const exposedHeaders = [
   ...connectCors.exposedHeaders,
   "X-Request-Id",
@@ -16,6 +20,11 @@ const exposedHeaders = [
   "X-RateLimit-Limit",
   "X-RateLimit-Remaining",
   "X-RateLimit-Reset",
+  "X-VMWARE-VCLOUD-ACCESS-TOKEN",
+  "X-VMWARE-VCLOUD-TOKEN-TYPE",
+  "Location",
+  "Allow",
+  "WWW-Authenticate",
 ].join(", ");
 
 // CORS for browser clients of every protocol: Connect-web, gRPC-web and REST. Returns true when it answered

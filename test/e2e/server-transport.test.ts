@@ -6,11 +6,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { KeyManagerService } from "../../gen/kms/v1/kms_pb.js";
-import { adminAuth } from "../support/credentials.js";
+import { adminAuth, adminCredentials } from "../support/credentials.js";
 import { adminAuthInterceptor } from "../support/kms-clients.js";
 import { spawnServer, startServer } from "../support/server.js";
 import type { TestServer } from "../support/server.js";
 import { tempDir } from "../support/temp-dir.js";
+import { ACCEPT, INSTANTIATE_TYPE, MOSCOW, UBUNTU, instantiateParams, templateHref } from "./vcd-helpers.js";
 
 describe("cleartext port", () => {
   let server: TestServer;
@@ -69,6 +70,39 @@ describe("cleartext port", () => {
     });
     expect(other.headers.get("access-control-allow-origin")).toBeNull();
     expect(other.headers.get("access-control-allow-headers")).toBeNull();
+  });
+
+  // A page of an allowed origin must read the session token, the whole point of POST /api/sessions, the Location of
+  // a new vApp, and the Allow and WWW-Authenticate that say what to do after a 405 or a 401; none was exposed.
+  it("exposes the virtualization API's token, Location, Allow and WWW-Authenticate to an allowed origin", async () => {
+    const exposed =
+      "Grpc-Status, Grpc-Message, Grpc-Status-Details-Bin, Content-Encoding, Connect-Content-Encoding, X-Request-Id, Retry-After, " +
+      "X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, X-VMWARE-VCLOUD-ACCESS-TOKEN, X-VMWARE-VCLOUD-TOKEN-TYPE, Location, Allow, WWW-Authenticate";
+    const origin = "https://app.example";
+    const admin = adminCredentials(server.dataDir);
+    const basic = `Basic ${Buffer.from(`${admin.client_id}:${admin.client_secret}`).toString("base64")}`;
+    const session = await fetch(`${server.url}/api/sessions`, { method: "POST", headers: { origin, authorization: basic, accept: ACCEPT } });
+    expect(session.status).toBe(200);
+    expect(session.headers.get("access-control-allow-origin")).toBe(origin);
+    expect(session.headers.get("access-control-expose-headers")).toBe(exposed);
+    const token = session.headers.get("x-vmware-vcloud-access-token")!;
+    const body = instantiateParams({ name: "cors-vapp", source: templateHref(server.url, UBUNTU) });
+    const created = await fetch(`${server.url}/api/vdc/${MOSCOW}/action/instantiateVAppTemplate`, {
+      method: "POST",
+      headers: { origin, authorization: `Bearer ${token}`, accept: ACCEPT, "content-type": INSTANTIATE_TYPE },
+      body,
+    });
+    expect(created.status).toBe(201);
+    expect(created.headers.get("location")).toMatch(/^https:\/\/127\.0\.0\.1:\d+\/api\/vApp\/vapp-/);
+    expect(created.headers.get("access-control-expose-headers")).toBe(exposed);
+    const notAllowed = await fetch(`${server.url}/api/sessions`, { headers: { origin, accept: ACCEPT } });
+    expect(notAllowed.status).toBe(405);
+    expect(notAllowed.headers.get("allow")).toBe("POST");
+    expect(notAllowed.headers.get("access-control-expose-headers")).toBe(exposed);
+    const unauthenticated = await fetch(`${server.url}/api/sessions`, { method: "POST", headers: { origin, accept: ACCEPT } });
+    expect(unauthenticated.status).toBe(401);
+    expect(unauthenticated.headers.get("www-authenticate")).toBe('Basic realm="cloudplane"');
+    expect(unauthenticated.headers.get("access-control-expose-headers")).toBe(exposed);
   });
 
   it("takes a 64 KiB request over h2c in one go and echoes the request id", async () => {
