@@ -84,6 +84,20 @@ export function unknownCompression(domain: ErrorDomain, name: string, accepted: 
   return protocolError(domain, Code.Unimplemented, `unknown compression ${quoted(name)}: the server accepts ${accepted.join(", ")}`);
 }
 
+// A path that exists, a REST route or an RPC method, called with an HTTP method it does not take (`allow` lists
+// those it does, for the Allow header RFC 9110 15.5.6 requires). The standard mapping of UNIMPLEMENTED is HTTP 501;
+// the JSON Status of a REST or RPC path answers 405 for this reason (status-json.ts). The path belongs to a
+// service, whose domain the error carries.
+export function methodNotAllowed(domain: ErrorDomain, httpMethod: string, path: string, allow: readonly string[]): DomainError {
+  return new DomainError({
+    code: "unimplemented",
+    reason: "METHOD_NOT_ALLOWED",
+    domain,
+    message: `${path} does not accept ${httpMethod}; allowed: ${allow.join(", ")}`,
+    metadata: { allow: allow.join(", ") },
+  });
+}
+
 // How a call open by design (a health Watch) ends when the server stops gracefully, after its NOT_SERVING.
 export function serverShuttingDown(domain: ErrorDomain): DomainError {
   return new DomainError({

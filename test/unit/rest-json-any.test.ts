@@ -17,7 +17,7 @@ const domainErrorToConnectError = (error: DomainError) => toConnectError(new Cal
 import { toRestJson } from "../../src/transport/rest/json-any.js";
 import { connectErrorToStatusJson, httpStatusOfError, retryAfterSeconds } from "../../src/transport/rest/status-json.js";
 import { requestTooLarge } from "../../src/errors/protocol-errors.js";
-import { methodNotAllowed } from "../../src/transport/rest/rest-errors.js";
+import { methodNotAllowed } from "../../src/errors/protocol-errors.js";
 import { schema } from "./rest-fixture.js";
 
 const info = create(ErrorInfoSchema, { reason: "CRYPTO_KEY_NOT_FOUND", domain: "kms", metadata: { keyId: "k1" } });

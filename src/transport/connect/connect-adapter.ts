@@ -10,6 +10,7 @@ import type { NodeRequest, NodeResponse } from "../node-types.js";
 import type { FairTurns } from "../fair-turns.js";
 import type { UniversalHandler, UniversalServerRequest } from "./connect-internals.js";
 import { wrapHandler } from "./handler-wrapper.js";
+import { answerMethodNotAllowed } from "./method-not-allowed.js";
 import { addressKey, pipelineInterceptor } from "./pipeline-interceptor.js";
 
 export interface ConnectAdapterOptions extends Omit<ConnectRouterOptions, "interceptors"> {
@@ -52,6 +53,10 @@ export function createConnectAdapter(options: ConnectAdapterOptions): ConnectAda
     const handler = byPath.get(q < 0 ? url : url.slice(0, q));
     if (handler === undefined) {
       fallback(req, res);
+      return;
+    }
+    if (!handler.allowedMethods.includes(req.method ?? "")) {
+      answerMethodNotAllowed(req, res, table.of(handler.method).policy.domain, handler.allowedMethods);
       return;
     }
     // Started, and ended when its peer leaves, within a time budget per turn (fair-turns.ts).

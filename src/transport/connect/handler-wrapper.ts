@@ -85,7 +85,7 @@ export function wrapHandler(handler: UniversalHandler, settings: WrapperSettings
     });
     // The caller is gone: nobody reads the answer, so it is not completed.
     if (req.signal.aborted) return res;
-    // Copied: Connect answers some requests with shared response objects (415, 405) that must not change.
+    // Copied: Connect answers some requests with shared response objects (415) that must not change.
     const header = new Headers(res.header);
     header.set("x-request-id", requestId);
     const complete = (error: ConnectError): ConnectError => {

@@ -50,15 +50,3 @@ export function routeNotFound(httpMethod: string, path: string): DomainError {
     `no REST route matches ${httpMethod} ${path}`,
   );
 }
-
-// The standard mapping of UNIMPLEMENTED is HTTP 501; the REST handler answers 405 for this reason (see
-// status-json.ts). The path is a route of a service, whose domain the error carries.
-export function methodNotAllowed(domain: ErrorDomain, httpMethod: string, path: string, allow: readonly string[]): DomainError {
-  return new DomainError({
-    code: "unimplemented",
-    reason: "METHOD_NOT_ALLOWED",
-    domain,
-    message: `${path} does not accept ${httpMethod}; allowed: ${allow.join(", ")}`,
-    metadata: { allow: allow.join(", ") },
-  });
-}

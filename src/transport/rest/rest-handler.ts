@@ -2,6 +2,7 @@ import type { JsonValue, Message } from "@bufbuild/protobuf";
 import { ConnectError, createContextValues } from "@connectrpc/connect";
 import type { Transport } from "@connectrpc/connect";
 import type { Logger } from "pino";
+import { methodNotAllowed } from "../../errors/protocol-errors.js";
 import type { ErrorDomain } from "../../errors/reasons.js";
 import { statusPartsOf } from "../../errors/status-details.js";
 import { toConnectError } from "../../errors/to-connect-error.js";
@@ -16,7 +17,7 @@ import { ClientGoneError, readBody } from "./body-reader.js";
 import { forwardRequestHeaders, responseHeadersOf } from "./http-headers.js";
 import { resultToRestJson, toRestJson } from "./json-any.js";
 import { buildRequestMessage } from "./request-builder.js";
-import { BadRequest, LimitsExceeded, methodNotAllowed, routeNotFound } from "./rest-errors.js";
+import { BadRequest, LimitsExceeded, routeNotFound } from "./rest-errors.js";
 import type { RestRoute, RouteLookup, RouteTable } from "./route-table.js";
 import { connectErrorToStatusJson, httpStatusOfError, retryAfterSeconds } from "./status-json.js";
 
