@@ -50,6 +50,7 @@ import { serverShuttingDown } from "./errors/protocol-errors.js";
 import { requestIdOf } from "./pipeline/call.js";
 import { createCleartextListener } from "./transport/listener.js";
 import { releaseUnreadBody } from "./transport/unread-body.js";
+import { serveDespiteExpectation } from "./transport/expectation.js";
 import { applyHttp1Limits, closeWhenIdle, holdSessionOpen, http1Options } from "./transport/connection-limits.js";
 import type { ConnectionLimits } from "./transport/connection-limits.js";
 import { FairTurns } from "./transport/fair-turns.js";
@@ -379,6 +380,7 @@ async function assemble(config: Config, logger: Logger, options: BuildOptions, c
       handle,
     );
     applyHttp1Limits(secure, limits);
+    secure.on("checkExpectation", serveDespiteExpectation(handle));
     secure.on("clientError", (err: ParserError, socket: Duplex) => answerParserRefusal(err, socket, restRoutes));
     secure.on("session", trackSession);
     serveGrpcUnaryFirst(secure);
@@ -390,11 +392,13 @@ async function assemble(config: Config, logger: Logger, options: BuildOptions, c
   } else {
     h1 = http.createServer(http1Options(limits), handle);
     h1.on("clientError", (err: ParserError, socket: Duplex) => answerParserRefusal(err, socket, restRoutes));
+    h1.on("checkExpectation", serveDespiteExpectation(handle));
     // h1 never listens itself (the listener hands it its connections), and Node starts checking the header and
     // request timeouts of its connections only on "listening".
     h1.emit("listening");
     const h2 = http2.createServer({ settings: h2Settings }, handle);
     h2.on("session", trackSession);
+    h2.on("checkExpectation", serveDespiteExpectation(handle));
     serveGrpcUnaryFirst(h2);
     server = createCleartextListener(h1, h2, sockets, {
       firstBytesTimeoutMs: limits.headersTimeoutMs,
