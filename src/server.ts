@@ -62,7 +62,8 @@ import { createMetricsEndpoint } from "./transport/metrics-endpoint.js";
 import { createVcdHandler } from "./transport/vcd/vcd-handler.js";
 import { isVcdPath } from "./transport/vcd/vcd-paths.js";
 import { RouteTable } from "./transport/rest/route-table.js";
-import { http2AuthorityProblem, refuseRequestTarget } from "./transport/rest/request-target.js";
+import { http2HeadRefusal, refuseRequestTarget } from "./transport/rest/request-target.js";
+import { MAX_HEAD_BYTES, MAX_HEAD_FIELDS } from "./transport/http2-head-size.js";
 import { answerParserRefusal } from "./transport/rest/parser-refusals.js";
 import type { ParserError } from "./transport/rest/parser-refusals.js";
 
@@ -307,7 +308,7 @@ async function assemble(config: Config, logger: Logger, options: BuildOptions, c
       // First: a CORS preflight is answered (204) without reading its body too.
       releaseUnreadBody(req, res, MAX_REQUEST_BYTES);
       // An HTTP/1.1 target in absolute form is served as the path it names; a missing, repeated or malformed Host (or
-      // HTTP/2 :authority) is refused.
+      // HTTP/2 :authority), and an HTTP/2 head larger than HTTP/1.1 takes, are refused.
       if (refuseRequestTarget(req, res, restRoutes)) return;
       if (applyCors(config.corsAllowedOrigins, req, res)) return;
       // Draining: whatever this request gets, its HTTP/1.1 connection ends with it, so that the client takes its next
@@ -345,8 +346,8 @@ async function assemble(config: Config, logger: Logger, options: BuildOptions, c
       if (stream.destroyed) return;
       try {
         if (!longLived.has(headers[":path"] ?? "")) requestTimeouts.limit(stream);
-        // A stream whose authority is refused goes to the request listener, which answers it (request-target.ts).
-        if (grpc !== null && http2AuthorityProblem(headers, rawHeaders) === null && grpc.tryServe(stream, headers)) {
+        // A stream whose head is refused goes to the request listener, which answers it (request-target.ts).
+        if (grpc !== null && http2HeadRefusal(headers, rawHeaders) === null && grpc.tryServe(stream, headers)) {
           track(stream);
           return;
         }
@@ -369,14 +370,18 @@ async function assemble(config: Config, logger: Logger, options: BuildOptions, c
     closeWhenIdle(session, limits);
     countPeerResets(session);
   };
-  const h2Settings = { initialWindowSize: H2_STREAM_WINDOW, maxConcurrentStreams: config.http2MaxStreams };
+  // The head size HTTP/1.1 takes is announced as SETTINGS_MAX_HEADER_LIST_SIZE (RFC 9113 6.5.2, which counts 32 bytes
+  // more per field than the check does, so that a client within it is never refused); Node reads enough fields for
+  // the size to decide (http2-head-size.ts).
+  const h2Settings = { initialWindowSize: H2_STREAM_WINDOW, maxConcurrentStreams: config.http2MaxStreams, maxHeaderListSize: MAX_HEAD_BYTES };
+  const h2Options = { settings: h2Settings, maxHeaderListPairs: MAX_HEAD_FIELDS };
 
   let server: net.Server;
   let h1: http.Server | null = null;
   if (config.tlsCertFile !== "") {
     const secure = http2.createSecureServer(
       // noDelay: for HTTP/1.1 over TLS, as for cleartext (listener.ts); HTTP/2 sessions set it themselves.
-      { cert: readFileSync(config.tlsCertFile), key: readFileSync(config.tlsKeyFile), allowHTTP1: true, settings: h2Settings, noDelay: true },
+      { cert: readFileSync(config.tlsCertFile), key: readFileSync(config.tlsKeyFile), allowHTTP1: true, ...h2Options, noDelay: true },
       handle,
     );
     applyHttp1Limits(secure, limits);
@@ -396,7 +401,7 @@ async function assemble(config: Config, logger: Logger, options: BuildOptions, c
     // h1 never listens itself (the listener hands it its connections), and Node starts checking the header and
     // request timeouts of its connections only on "listening".
     h1.emit("listening");
-    const h2 = http2.createServer({ settings: h2Settings }, handle);
+    const h2 = http2.createServer(h2Options, handle);
     h2.on("session", trackSession);
     h2.on("checkExpectation", serveDespiteExpectation(handle));
     serveGrpcUnaryFirst(h2);

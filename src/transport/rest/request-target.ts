@@ -1,7 +1,10 @@
 import type { IncomingHttpHeaders } from "node:http";
 import { Code } from "@connectrpc/connect";
-import { protocolError } from "../../errors/protocol-errors.js";
+import type { DomainError } from "../../errors/domain-error.js";
+import { protocolError, requestHeadTooLarge } from "../../errors/protocol-errors.js";
+import type { ErrorDomain } from "../../errors/reasons.js";
 import { requestIdOf } from "../../pipeline/call.js";
+import { MAX_HEAD_BYTES, http2HeadBytes } from "../http2-head-size.js";
 import type { NodeRequest, NodeResponse } from "../node-types.js";
 import { absoluteForm } from "./absolute-form.js";
 import { refusalAnswer } from "./parser-refusals.js";
@@ -19,8 +22,10 @@ const BAD_HOST = "the Host header must be a host name or address, with an option
 // - a server MUST answer 400 to an HTTP/1.1 request without a Host header, with more than one, or with one whose
 //   value is not a host and optional port (3.2; RFC 9110 section 7.2: `uri-host [ ":" port ]`, possibly empty).
 //   HTTP/1.0 needs no Host, but one it sends is held to the same form.
-// HTTP/2, as RFC 9113 section 8.3.1 has it: `:authority` MUST NOT carry user information, and a Host header that
-// names another authority makes the request malformed. Node checks neither (it served `:authority: u@evil.test`,
+// HTTP/2: a head larger than HTTP/1.1 takes is refused as Node's HTTP/1.1 parser refuses it (431
+// REQUEST_HEAD_TOO_LARGE, parser-refusals.ts; RFC 9113 10.5.1 names 431 for it). And as RFC 9113 section 8.3.1 has
+// it: `:authority` MUST NOT carry user information, and a Host header that names another authority makes the request
+// malformed. Node checks neither (it served `:authority: u@evil.test`,
 // and `host: evil.test` beside `:authority: 127.0.0.1`, whose links then named evil.test), so `:authority` and Host
 // are held to the HTTP/1.1 Host header's form and must agree when both are sent (a request with neither is reset by
 // Node's HTTP/2 library before it is announced).
@@ -29,13 +34,13 @@ const BAD_HOST = "the Host header must be a host name or address, with an option
 //
 // Rewrites an absolute-form target in place; returns true when it answered the request with a refusal.
 export function refuseRequestTarget(req: NodeRequest, res: NodeResponse, routes: RouteTable): boolean {
-  const problem = req.httpVersionMajor === 2 ? http2AuthorityProblem(req.headers, req.rawHeaders) : http1TargetProblem(req);
-  if (problem === null) return false;
+  const refusal = req.httpVersionMajor === 2 ? http2HeadRefusal(req.headers, req.rawHeaders) : invalid(http1TargetProblem(req));
+  if (refusal === null) return false;
   const given = req.headers["x-request-id"];
   const requestId = requestIdOf(Array.isArray(given) ? given[0] : given);
   const path = (req.url ?? "/").charCodeAt(0) === 0x2f ? (req.url ?? "/") : null;
   const line = path === null ? null : { httpMethod: req.method ?? "GET", target: path };
-  const { status, type, body } = refusalAnswer(line, (domain) => protocolError(domain, Code.InvalidArgument, problem), requestId, routes);
+  const { status, type, body } = refusalAnswer(line, refusal, requestId, routes);
   const headers: Record<string, string | number> = { "content-type": type, "content-length": Buffer.byteLength(body), "x-request-id": requestId };
   // HTTP/1.1 cannot tell what else the sender of a malformed request meant; HTTP/2 refuses the one stream, and
   // forbids a Connection header.
@@ -78,10 +83,21 @@ function http1TargetProblem(req: NodeRequest): string | null {
   return hosts > 0 && !isHostAndPort(req.headers.host ?? "") ? BAD_HOST : null;
 }
 
-// Why an HTTP/2 stream's `:authority` and Host header are refused, or null. Exported for the direct gRPC adapter,
-// which serves streams before they become requests (src/server.ts): a stream refused here is left to the request
-// listener, which answers it as every other.
-export function http2AuthorityProblem(headers: IncomingHttpHeaders, rawHeaders: readonly string[]): string | null {
+type Refusal = (domain: ErrorDomain) => DomainError;
+
+function invalid(problem: string | null): Refusal | null {
+  return problem === null ? null : (domain) => protocolError(domain, Code.InvalidArgument, problem);
+}
+
+// Why an HTTP/2 stream's head is refused, or null: larger than HTTP/1.1 takes (http2-head-size.ts), or its
+// `:authority` and Host header. Exported for the direct gRPC adapter, which serves streams before they become
+// requests (src/server.ts): a stream refused here is left to the request listener, which answers it as every other.
+export function http2HeadRefusal(headers: IncomingHttpHeaders, rawHeaders: readonly string[]): Refusal | null {
+  if (http2HeadBytes(rawHeaders) > MAX_HEAD_BYTES) return (domain) => requestHeadTooLarge(domain, MAX_HEAD_BYTES);
+  return invalid(http2AuthorityProblem(headers, rawHeaders));
+}
+
+function http2AuthorityProblem(headers: IncomingHttpHeaders, rawHeaders: readonly string[]): string | null {
   const authority = pseudoAuthority(headers);
   const hosts = hostHeaderCount(rawHeaders);
   if (authority !== undefined && !isHostAndPort(authority)) {
