@@ -98,7 +98,8 @@ export function methodNotAllowed(domain: ErrorDomain, httpMethod: string, path: 
   });
 }
 
-// How a call open by design (a health Watch) ends when the server stops gracefully, after its NOT_SERVING.
+// How a call open by design (a health Watch) ends when the server stops gracefully, after its NOT_SERVING, and how a
+// call that arrives once the stop has begun is refused (the pipeline's shutdown stage).
 export function serverShuttingDown(domain: ErrorDomain): DomainError {
   return new DomainError({
     code: "unavailable",
