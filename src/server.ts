@@ -49,6 +49,7 @@ import { answerUnknownProcedure, unknownProcedureAnswer } from "./transport/conn
 import { serverShuttingDown } from "./errors/protocol-errors.js";
 import { requestIdOf } from "./pipeline/call.js";
 import { createCleartextListener } from "./transport/listener.js";
+import { limitTlsFirstBytes } from "./transport/tls-first-bytes.js";
 import { releaseUnreadBody } from "./transport/unread-body.js";
 import { serveDespiteExpectation } from "./transport/expectation.js";
 import { applyHttp1Limits, closeWhenIdle, holdSessionOpen, http1Options } from "./transport/connection-limits.js";
@@ -385,6 +386,7 @@ async function assemble(config: Config, logger: Logger, options: BuildOptions, c
       handle,
     );
     applyHttp1Limits(secure, limits);
+    limitTlsFirstBytes(secure, limits.headersTimeoutMs);
     secure.on("checkExpectation", serveDespiteExpectation(handle));
     secure.on("clientError", (err: ParserError, socket: Duplex) => answerParserRefusal(err, socket, restRoutes));
     secure.on("session", trackSession);
