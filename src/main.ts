@@ -1,6 +1,7 @@
 import { ConfigError, helpText, loadConfig } from "./config.js";
 import { createLogger } from "./logger.js";
 import { build } from "./server.js";
+import { DatabaseInUseError } from "./storage/sqlite/database.js";
 
 // Reads the settings, starts the server, and stops it gracefully on SIGTERM or SIGINT.
 async function main(): Promise<void> {
@@ -39,8 +40,10 @@ async function main(): Promise<void> {
   process.on("SIGINT", () => stop("SIGINT"));
 }
 
+// Exit 2 when the operator must change what the server was given (a setting it cannot use, a data directory another
+// process holds), as for the settings above; 1 for any other failure (a wrong master key, a store that refuses).
 main().catch((err: unknown) => {
   const message = err instanceof ConfigError || err instanceof Error ? err.message : String(err);
   process.stderr.write(`cloudplane failed to start: ${message}\n`);
-  process.exit(1);
+  process.exit(err instanceof ConfigError || err instanceof DatabaseInUseError ? 2 : 1);
 });

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { cpSync } from "node:fs";
 import { create, toBinary } from "@bufbuild/protobuf";
 import type { DescMessage, DescMethod, JsonObject, MessageInitShape } from "@bufbuild/protobuf";
 import { Redis } from "ioredis";
@@ -353,22 +354,31 @@ describe("with Redis", () => {
     redis.disconnect();
   });
 
+  // Two servers that know the same principals, each with a limiter, counting in the same Redis. A SQLite data
+  // directory takes one server (docs/storage.md), so the second runs on a copy of the first's, made while it was
+  // stopped; its admin is the same principal, whose budget the servers share whichever token it sends.
+  async function twoServers(env: Record<string, string>): Promise<{ first: TestServer; second: TestServer; dataDir: string; remove(): void }> {
+    const dirs = [tempDir(), tempDir()] as const;
+    await (await startServer({ dataDir: dirs[0].path, env })).stop();
+    cpSync(dirs[0].path, dirs[1].path, { recursive: true });
+    const first = await startServer({ dataDir: dirs[0].path, env });
+    const second = await startServer({ dataDir: dirs[1].path, env });
+    return { first, second, dataDir: dirs[0].path, remove: () => dirs.forEach((d) => d.remove()) };
+  }
+
   it("holds one budget across two servers sharing Redis", async () => {
-    const data = tempDir();
     const catalog = tempDir();
     const env = { ...documented, REDIS_URL, RATE_LIMIT_KEY_PREFIX: prefix, CATALOG_FILE: writeTestCatalog(catalog.path) };
-    // Two servers on one store (the same principals) with a limiter each, counting in the same Redis.
-    const first = await startServer({ dataDir: data.path, env });
-    const second = await startServer({ dataDir: data.path, env });
+    const { first, second, remove } = await twoServers(env);
     try {
-      const auth = { authorization: `Bearer ${first.token}` };
       for (let i = 1; i <= 100; i++) {
         const server = i % 2 === 0 ? second : first;
+        const auth = { authorization: `Bearer ${server.token}` };
         const answer = await wireCall(server.url, i % 3 === 0 ? "rest" : "connect-binary", pools.listNodePools, list, auth);
         expect({ i, code: answer.code, remaining: answer.headers["x-ratelimit-remaining"] }).toEqual({ i, code: 0, remaining: String(100 - i) });
       }
       for (const server of [first, second]) {
-        const answer = await wireCall(server.url, "rest", pools.listNodePools, list, auth);
+        const answer = await wireCall(server.url, "rest", pools.listNodePools, list, { authorization: `Bearer ${server.token}` });
         expect(answer.code).toBe(8);
         // Redis's clock: the window opened by the first call, some seconds ago.
         expect(Number(answer.headers["retry-after"])).toBeGreaterThanOrEqual(1);
@@ -379,7 +389,7 @@ describe("with Redis", () => {
     } finally {
       await second.stop();
       await first.stop();
-      data.remove();
+      remove();
       catalog.remove();
     }
   });
@@ -387,11 +397,9 @@ describe("with Redis", () => {
   // Failed authentications are counted in the same store: each of two servers allowed its own 20 a minute, and a
   // client id blocked by one still got a token from the other (a probe with three servers, 2026-11-28).
   it("counts failed authentications across two servers sharing Redis, and blocks a client id on both", async () => {
-    const data = tempDir();
     const env = { AUTH_FAILURES_PER_MINUTE: "3", REDIS_URL, RATE_LIMIT_KEY_PREFIX: `${prefix}:auth` };
-    const first = await startServer({ dataDir: data.path, env });
-    const second = await startServer({ dataDir: data.path, env });
-    const admin = adminCredentials(data.path);
+    const { first, second, dataDir, remove } = await twoServers(env);
+    const admin = adminCredentials(dataDir);
     const serviceAuth = async (server: TestServer, secret: string) => {
       const res = await fetch(`${server.url}/public/v2/service_auth`, {
         method: "POST",
@@ -419,7 +427,7 @@ describe("with Redis", () => {
     } finally {
       await second.stop();
       await first.stop();
-      data.remove();
+      remove();
     }
   });
 

@@ -66,9 +66,9 @@ export function runRewrap(dataDir: string, newKeyFile: string, env: Record<strin
   return collect(spawnTs("src/operator/rewrap-master-key.ts", ["--data-dir", dataDir, "--new-master-key-file", newKeyFile], env)).exited;
 }
 
-// Starts a re-wrap that stops for good after `step` (the command's test-only CLOUDPLANE_TEST_REWRAP_PAUSE_AT), and
-// kills it there with SIGKILL. Resolves with what it printed.
-export async function rewrapKilledAt(dataDir: string, newKeyFile: string, step: string, env: Record<string, string> = {}): Promise<Exited> {
+// Starts a re-wrap that stops for good after `step` (the command's test-only CLOUDPLANE_TEST_REWRAP_PAUSE_AT) and
+// resolves once it is there, holding the data directory; `kill` ends it with SIGKILL and resolves with what it printed.
+export async function rewrapPausedAt(dataDir: string, newKeyFile: string, step: string, env: Record<string, string> = {}): Promise<{ kill(): Promise<Exited> }> {
   const child = spawnTs("src/operator/rewrap-master-key.ts", ["--data-dir", dataDir, "--new-master-key-file", newKeyFile], {
     ...env,
     CLOUDPLANE_TEST_REWRAP_PAUSE_AT: step,
@@ -80,10 +80,19 @@ export async function rewrapKilledAt(dataDir: string, newKeyFile: string, step: 
     });
     void io.exited.then((e) => reject(new Error(`the re-wrap ended (${e.code}) before ${step}:\n${e.stdout}${e.stderr}`)));
   });
-  child.kill("SIGKILL");
-  const exited = await io.exited;
-  if (exited.signal !== "SIGKILL") throw new Error(`the re-wrap was not killed: ${JSON.stringify(exited)}`);
-  return exited;
+  return {
+    async kill() {
+      child.kill("SIGKILL");
+      const exited = await io.exited;
+      if (exited.signal !== "SIGKILL") throw new Error(`the re-wrap was not killed: ${JSON.stringify(exited)}`);
+      return exited;
+    },
+  };
+}
+
+// A re-wrap killed with SIGKILL right after `step`. Resolves with what it printed.
+export async function rewrapKilledAt(dataDir: string, newKeyFile: string, step: string, env: Record<string, string> = {}): Promise<Exited> {
+  return (await rewrapPausedAt(dataDir, newKeyFile, step, env)).kill();
 }
 
 export const ownKeyFile = (dataDir: string): string => join(dataDir, "master.key");

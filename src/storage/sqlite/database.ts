@@ -5,6 +5,8 @@ import { createPrivateFile, restrictToOwner } from "../../shared/private-file.js
 import { migrate } from "./migrations.js";
 
 const DATABASE_FILE = "cloudplane.db";
+// Held by the server that has the data directory open (lockDataDirectory).
+const SERVER_LOCK_FILE = "cloudplane.lock";
 
 // Opens (creating if needed) the embedded database in the data directory. WAL with synchronous=FULL: every
 // acknowledged write is on disk, so it survives kill -9 and a power cut alike; readers never block the writer.
@@ -34,7 +36,37 @@ export function openDatabase(dataDir: string): Database.Database {
   return db;
 }
 
+// Another process has the data directory: main.ts exits 2, as for a setting the server cannot use.
 export class DatabaseInUseError extends Error {}
+
+// One server per data directory. SQLite has no change feed between processes, so a second server on the same
+// database kept serving key versions the first had disabled or destroyed from its cache (a probe of 82d22ee), and
+// every server connection holds only a shared lock, which another server's shares. So the server also holds an
+// exclusive lock on an empty SQLite file of its own for as long as it runs: the mechanism of
+// openDatabaseExclusively, on a file no other connection of the server uses (the server's own connections and its
+// checkpoint worker would be locked out of cloudplane.db). The lock is the kernel's, so a server killed with SIGKILL
+// leaves only the empty file, which the next start locks again. Closing the returned connection releases it.
+export function lockDataDirectory(dataDir: string): Database.Database {
+  const path = join(dataDir, SERVER_LOCK_FILE);
+  createPrivateFile(path);
+  const lock = new Database(path, { timeout: 0 });
+  try {
+    lock.pragma("locking_mode = EXCLUSIVE");
+    // Nothing is stored in it; a journal on disk would stay beside it for as long as the lock is held.
+    lock.pragma("journal_mode = MEMORY");
+    lock.exec("BEGIN EXCLUSIVE; COMMIT");
+  } catch (err) {
+    lock.close();
+    if ((err as { code?: string }).code === "SQLITE_BUSY") {
+      throw new DatabaseInUseError(
+        `the data directory ${dataDir} is in use: another cloudplane server holds ${path}. Stop that server first; ` +
+          "to run several servers on one store, point them all at one PostgreSQL database (DATABASE_URL, README \"Scale-out\")",
+      );
+    }
+    throw err;
+  }
+  return lock;
+}
 
 export function databasePath(dataDir: string): string {
   return join(dataDir, DATABASE_FILE);

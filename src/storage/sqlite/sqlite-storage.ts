@@ -1,6 +1,8 @@
+import { mkdirSync } from "node:fs";
+import type Database from "better-sqlite3";
 import type { Logger } from "pino";
 import type { ChangeListener, Storage } from "../storage.js";
-import { databasePath, openAuditConnection, openDatabase } from "./database.js";
+import { databasePath, lockDataDirectory, openAuditConnection, openDatabase } from "./database.js";
 import { SqliteAuditStore } from "./sqlite-audit-store.js";
 import { SqliteComputeStore } from "./sqlite-compute-store.js";
 import { SqliteIdentityStore } from "./sqlite-identity-store.js";
@@ -11,9 +13,18 @@ import { WalCheckpoints } from "./wal-checkpoints.js";
 
 // The embedded store of one data directory. One server uses it: its own writes update its caches directly, and an
 // operator command's access changes are seen through the access generation (access-watcher.ts), so there is no
-// change feed. Start-up is exclusive already: the data directory belongs to one server.
+// change feed. Start-up is exclusive already: the data directory belongs to one server, which holds its lock
+// (lockDataDirectory) from before the database is opened until after it is closed.
 export function openSqliteStorage(dataDir: string, logger: Logger): Storage {
-  const db = openDatabase(dataDir);
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const lock = lockDataDirectory(dataDir);
+  let db: Database.Database;
+  try {
+    db = openDatabase(dataDir);
+  } catch (err) {
+    lock.close();
+    throw err;
+  }
   // The audit trail writes through a connection of its own (sqlite-audit-store.ts says why).
   const auditDb = openAuditConnection(dataDir);
   const checkpoints = new WalCheckpoints(databasePath(dataDir), [db, auditDb], logger);
@@ -31,6 +42,7 @@ export function openSqliteStorage(dataDir: string, logger: Logger): Storage {
       await checkpoints.close();
       auditDb.close();
       db.close();
+      lock.close();
     },
   };
 }
