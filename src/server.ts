@@ -37,7 +37,7 @@ import { AuditRetention } from "./identity/audit-retention.js";
 import { AuditTrail } from "./identity/audit-trail.js";
 import { createAuthService } from "./identity/auth-service.js";
 import { Authenticator } from "./identity/authenticator.js";
-import { bootstrapAdmin } from "./identity/bootstrap.js";
+import { bootstrapAdmin, refuseStrayAdminCredentials } from "./identity/bootstrap.js";
 import { IdentityAdmin } from "./identity/identity-admin.js";
 import { keyNotFound } from "./kms/key-manager.js";
 import { openStorage } from "./storage/open-storage.js";
@@ -112,6 +112,7 @@ export async function build(config: Config, logger: Logger, options: BuildOption
 
 async function assemble(config: Config, logger: Logger, options: BuildOptions, clock: Clock, storage: Storage): Promise<App> {
   const store = storage.kms;
+  await storage.exclusively(() => refuseStrayAdminCredentials(storage.identity, config));
   const masterKey = await storage.exclusively(() => loadMasterKey(config, store, logger));
   const keyCache = new KeyCache(masterKey, config.keyCacheSize);
   const manager = new KeyManager(store, keyCache, masterKey, clock, {
