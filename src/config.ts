@@ -1,6 +1,7 @@
 import { createPrivateKey, X509Certificate } from "node:crypto";
 import type { KeyObject } from "node:crypto";
-import { readFileSync } from "node:fs";
+import { lookup } from "node:dns/promises";
+import { statSync } from "node:fs";
 import { createSecureContext } from "node:tls";
 import { parseArgs } from "node:util";
 import { AuthService } from "../gen/compute/auth/v2/auth_pb.js";
@@ -9,8 +10,11 @@ import { TaskService } from "../gen/compute/cluster/v1/task_pb.js";
 import { ConfigService } from "../gen/compute/configs/v2/configs_pb.js";
 import { VAppService } from "../gen/compute/vapp/v1/vapp_pb.js";
 import { KeyManagerService } from "../gen/kms/v1/kms_pb.js";
-import { shippedCatalogPath } from "./compute/catalog/load-catalog.js";
+import { CATALOG_FILE_MAX_BYTES, shippedCatalogPath } from "./compute/catalog/load-catalog.js";
 import { printable } from "./errors/caller-text.js";
+import { MASTER_KEY_FILE_MAX_BYTES } from "./kms/master-key-source.js";
+import { ConfigError } from "./shared/config-error.js";
+import { checkSettingFile, readSettingFile } from "./shared/setting-file.js";
 import type { RateLimits } from "./ratelimit/rate-limits.js";
 
 // Every setting, with its flag, its environment variable and its default, read and validated in one place.
@@ -107,7 +111,7 @@ export interface Config {
   rateLimitStoreFailure: "open" | "closed";
 }
 
-export class ConfigError extends Error {}
+export { ConfigError };
 
 const logLevels = ["trace", "debug", "info", "warn", "error", "fatal", "silent"];
 
@@ -198,23 +202,17 @@ function redisUrlOf(raw: string): string {
   return raw;
 }
 
+// A certificate chain or key in PEM is a few KiB; this bounds what a wrong file (a device, a log) can cost.
+const TLS_FILE_MAX_BYTES = 1 << 20;
+
 // The certificate and key files, read and checked as the TLS server will use them, so that a wrong file stops the
 // start with its setting, its path and what is wrong in words, not OpenSSL's "error:0480006C:PEM routines::no start
 // line" naming no file. src/server.ts reads the same files again when it creates the server.
 function checkTlsFiles(certFile: string, keyFile: string): void {
   const cert = `--${specs.tlsCertFile.flag} (${specs.tlsCertFile.env}) ${certFile}`;
   const key = `--${specs.tlsKeyFile.flag} (${specs.tlsKeyFile.env}) ${keyFile}`;
-  const read = (file: string, what: string): Buffer => {
-    try {
-      return readFileSync(file);
-    } catch (err) {
-      const code = (err as { code?: string }).code;
-      const why = code === "ENOENT" ? "does not exist" : code === "EACCES" ? "cannot be read by this user" : code === "EISDIR" ? "is a directory" : `cannot be read (${code ?? (err as Error).message})`;
-      throw new ConfigError(`${what} ${why}`);
-    }
-  };
-  const certPem = read(certFile, cert);
-  const keyPem = read(keyFile, key);
+  const certPem = readSettingFile(`--${specs.tlsCertFile.flag} (${specs.tlsCertFile.env})`, certFile, TLS_FILE_MAX_BYTES);
+  const keyPem = readSettingFile(`--${specs.tlsKeyFile.flag} (${specs.tlsKeyFile.env})`, keyFile, TLS_FILE_MAX_BYTES);
   let certificate: X509Certificate;
   try {
     certificate = new X509Certificate(certPem);
@@ -239,6 +237,47 @@ function checkTlsFiles(certFile: string, keyFile: string): void {
     createSecureContext({ cert: certPem, key: keyPem });
   } catch (err) {
     throw new ConfigError(`${cert} and ${key} cannot serve TLS: ${(err as Error).message}`);
+  }
+}
+
+// A setting that is used as text and has no meaning when empty: HOST="" listened on every address, DATA_DIR=""
+// failed with mkdir's raw ENOENT.
+function nonEmpty(name: keyof typeof specs, raw: string, what: string): string {
+  if (raw === "") throw new ConfigError(`--${specs[name].flag} (${specs[name].env}) must not be empty: ${what}`);
+  return raw;
+}
+
+// The data directory may not exist yet (it is created), but a file or anything else in its place is refused here,
+// before anything is written, rather than by mkdir's raw EEXIST.
+function dataDirectory(raw: string): string {
+  const setting = `--${specs.dataDir.flag} (${specs.dataDir.env})`;
+  const dir = nonEmpty("dataDir", raw, "name a directory (it is created if missing)");
+  let isDirectory: boolean;
+  try {
+    isDirectory = statSync(dir).isDirectory();
+  } catch (err) {
+    const code = (err as { code?: string }).code;
+    if (code === "ENOENT") return dir;
+    throw new ConfigError(`${setting} ${dir} cannot be used (${code ?? (err as Error).message})`);
+  }
+  if (!isDirectory) throw new ConfigError(`${setting} ${dir} is not a directory`);
+  return dir;
+}
+
+// The files read once the data directory is open (the master key by loadMasterKey, the catalog by build()), checked
+// now so that a wrong one stops the start with exit 2 before anything is written there. MASTER_KEY wins over the file.
+function checkLaterFiles(masterKey: string, masterKeyFile: string, catalogFile: string): void {
+  if (masterKey === "" && masterKeyFile !== "") checkSettingFile(`--${specs.masterKeyFile.flag} (${specs.masterKeyFile.env})`, masterKeyFile, MASTER_KEY_FILE_MAX_BYTES);
+  if (catalogFile !== "") checkSettingFile(`--${specs.catalogFile.flag} (${specs.catalogFile.env})`, catalogFile, CATALOG_FILE_MAX_BYTES);
+}
+
+// HOST names an address to listen on: one that does not resolve failed only at listen, after the data directory
+// had its master key and admin account (getaddrinfo ENOTFOUND, exit 1). main.ts resolves it before build().
+export async function checkHost(host: string): Promise<void> {
+  try {
+    await lookup(host);
+  } catch (err) {
+    throw new ConfigError(`--${specs.host.flag} (${specs.host.env}) ${host} is no address of this machine's resolver (${(err as { code?: string }).code ?? (err as Error).message}): give an IP address or a host name that resolves`);
   }
 }
 
@@ -277,12 +316,13 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config | "he
     // Each server would otherwise generate a master key of its own in its data directory.
     throw new ConfigError("--database-url (DATABASE_URL) needs --master-key-file (MASTER_KEY_FILE) or MASTER_KEY: every server on the database must use the same master key");
   }
+  checkLaterFiles(raw("masterKey"), raw("masterKeyFile"), raw("catalogFile"));
   const callPath = oneOf("callPath", raw("callPath"), ["direct", "connect"] as const);
   const pipelineStages = oneOf("pipelineStages", raw("pipelineStages"), ["all", "none", "no-access"] as const);
   return {
     port: integer("port", raw("port"), 0, 65535),
-    host: raw("host"),
-    dataDir: raw("dataDir"),
+    host: nonEmpty("host", raw("host"), "name the address to listen on (0.0.0.0 for every IPv4 address)"),
+    dataDir: dataDirectory(raw("dataDir")),
     databaseUrl: raw("databaseUrl"),
     databasePoolSize: integer("databasePoolSize", raw("databasePoolSize"), 1, 1000),
     masterKeyFile: raw("masterKeyFile"),

@@ -1,4 +1,5 @@
-import { ConfigError, helpText, loadConfig } from "./config.js";
+import { CatalogError } from "./compute/catalog/json-reader.js";
+import { ConfigError, checkHost, helpText, loadConfig } from "./config.js";
 import { createLogger } from "./logger.js";
 import { build } from "./server.js";
 import { DatabaseInUseError } from "./storage/sqlite/database.js";
@@ -16,6 +17,7 @@ async function main(): Promise<void> {
     process.stdout.write(helpText());
     return;
   }
+  await checkHost(config.host);
   const logger = createLogger(config.logLevel);
   const app = await build(config, logger);
   const port = await app.listen();
@@ -40,10 +42,11 @@ async function main(): Promise<void> {
   process.on("SIGINT", () => stop("SIGINT"));
 }
 
-// Exit 2 when the operator must change what the server was given (a setting it cannot use, a data directory another
-// process holds), as for the settings above; 1 for any other failure (a wrong master key, a store that refuses).
+// Exit 2 when the operator must change what the server was given (a setting it cannot use, found by build() or by
+// resolving HOST; a catalog whose content is wrong; a data directory another process holds), as for the settings
+// above; 1 for any other failure (a wrong master key, a lost database, a store that refuses).
 main().catch((err: unknown) => {
   const message = err instanceof ConfigError || err instanceof Error ? err.message : String(err);
   process.stderr.write(`cloudplane failed to start: ${message}\n`);
-  process.exit(err instanceof ConfigError || err instanceof DatabaseInUseError ? 2 : 1);
+  process.exit(err instanceof ConfigError || err instanceof CatalogError || err instanceof DatabaseInUseError ? 2 : 1);
 });

@@ -1,9 +1,10 @@
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import type { MasterKeyStore } from "../storage/kms-store.js";
 import { createFileAtomically, removeDurably, renameDurably } from "../shared/durable-file.js";
 import { restrictToOwner } from "../shared/private-file.js";
+import { readSettingFile } from "../shared/setting-file.js";
 import { isRefusal, judgeMasterKey, masterKeyCheck, requireMatchingMasterKey } from "./master-key-check.js";
 import { MasterKey } from "./master-key.js";
 
@@ -46,9 +47,13 @@ function decode(text: string, origin: string): Uint8Array {
   return bytes;
 }
 
-// The 32 bytes of a key file: raw, or base64 with or without a line end.
-export function readMasterKeyMaterial(path: string): Uint8Array {
-  const raw = readFileSync(path);
+// A key file holds 32 bytes, raw or in base64 with white space around: far less than this.
+export const MASTER_KEY_FILE_MAX_BYTES = 1024;
+
+// The 32 bytes of a key file: raw, or base64 with or without a line end. `label` names where the path came from in
+// a refusal (a regular file of at most MASTER_KEY_FILE_MAX_BYTES, src/shared/setting-file.ts).
+export function readMasterKeyMaterial(path: string, label = "master key file"): Uint8Array {
+  const raw = readSettingFile(label, path, MASTER_KEY_FILE_MAX_BYTES);
   return raw.length === 32 ? raw : decode(raw.toString("utf8"), path);
 }
 
@@ -60,7 +65,7 @@ export const masterKeyFileText = (material: Uint8Array): string => Buffer.from(m
 export async function resolveMasterKey(opts: MasterKeySettings, store: MasterKeyStore, notices: MasterKeyNotices): Promise<ResolvedMasterKey> {
   if (opts.masterKey !== "") return { key: new MasterKey(decode(opts.masterKey, "MASTER_KEY")), origin: "MASTER_KEY", ownFile: null };
   if (opts.masterKeyFile !== "") {
-    return { key: new MasterKey(readMasterKeyMaterial(opts.masterKeyFile)), origin: opts.masterKeyFile, ownFile: null };
+    return { key: new MasterKey(readMasterKeyMaterial(opts.masterKeyFile, "--master-key-file (MASTER_KEY_FILE)")), origin: opts.masterKeyFile, ownFile: null };
   }
   const path = masterKeyPath(opts.dataDir);
   await settleStagedKey(opts.dataDir, store, notices);

@@ -73,7 +73,7 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<void> {
     masterKeyFile: values["master-key-file"] ?? env.MASTER_KEY_FILE ?? "",
     masterKey: values["master-key-file"] === undefined ? (env.MASTER_KEY ?? "") : "",
   };
-  const next = readMasterKeyMaterial(newKeyFile);
+  const next = readMasterKeyMaterial(newKeyFile, "--new-master-key-file");
   const db = openDatabaseExclusively(settings.dataDir);
   try {
     const store = new SqliteKmsStore(db);

@@ -135,7 +135,7 @@ describe("catalog", () => {
 
     it("names the file in every complaint", () => {
       const path = join(dir.path, "catalog.json");
-      expect(() => loadCatalog(path)).toThrow(`catalog: cannot read ${path} (ENOENT)`);
+      expect(() => loadCatalog(path)).toThrow(`--catalog (CATALOG_FILE) ${path} does not exist`);
       writeFileSync(path, "{ not json");
       expect(() => loadCatalog(path)).toThrow(`catalog: ${path} is not valid JSON`);
       const doc = valid();

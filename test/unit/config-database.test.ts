@@ -1,7 +1,10 @@
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { ConfigError, helpText, loadConfig } from "../../src/config.js";
 import { createLogger } from "../../src/logger.js";
 import { openStorage } from "../../src/storage/open-storage.js";
+import { tempDir } from "../support/temp-dir.js";
 
 // The settings of the PostgreSQL store, and a database that cannot be reached.
 
@@ -9,7 +12,12 @@ describe("DATABASE_URL", () => {
   it("is listed by --help with its flag, and read from the environment or the flag", () => {
     expect(helpText()).toMatch(/--database-url\s+DATABASE_URL\s+PostgreSQL connection URL/);
     expect(helpText()).toMatch(/--database-pool-size\s+DATABASE_POOL_SIZE/);
-    const fromEnv = loadConfig([], { DATABASE_URL: "postgres://db/x", MASTER_KEY_FILE: "/k" });
+    // The file is checked at once (src/shared/setting-file.ts), so it must be there.
+    const dir = tempDir();
+    const keyFile = join(dir.path, "k");
+    writeFileSync(keyFile, Buffer.alloc(32));
+    const fromEnv = loadConfig([], { DATABASE_URL: "postgres://db/x", MASTER_KEY_FILE: keyFile });
+    dir.remove();
     expect(fromEnv !== "help" && [fromEnv.databaseUrl, fromEnv.databasePoolSize]).toEqual(["postgres://db/x", 10]);
     const fromFlag = loadConfig(["--database-url", "postgres://db/y", "--database-pool-size", "3"], { MASTER_KEY: "x" });
     expect(fromFlag !== "help" && [fromFlag.databaseUrl, fromFlag.databasePoolSize]).toEqual(["postgres://db/y", 3]);

@@ -1,8 +1,9 @@
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Catalog } from "./catalog.js";
 import { readCatalog } from "./catalog-sections.js";
+import { readSettingFile } from "../../shared/setting-file.js";
 import { CatalogError } from "./json-reader.js";
 
 // The catalog shipped with the project, at catalog/default-catalog.json in the package root. The root is found by
@@ -17,16 +18,13 @@ export function shippedCatalogPath(): string {
   return join(dir, "catalog", "default-catalog.json");
 }
 
-// Reads and checks the catalog file. Throws a CatalogError naming the file and the first bad entry; the server
+// The shipped catalog is 30 KB; a thousand times that is still a catalog, and bounds what a wrong file can cost.
+export const CATALOG_FILE_MAX_BYTES = 32 << 20;
+
+// Reads and checks the catalog file (a regular file of at most CATALOG_FILE_MAX_BYTES, else a ConfigError). Throws a CatalogError naming the file and the first bad entry; the server
 // does not start with a catalog it cannot trust.
 export function loadCatalog(path: string): Catalog {
-  let text: string;
-  try {
-    text = readFileSync(path, "utf8");
-  } catch (err) {
-    const code = err instanceof Error && "code" in err ? String(err.code) : String(err);
-    throw new CatalogError(`catalog: cannot read ${path} (${code})`);
-  }
+  const text = readSettingFile("--catalog (CATALOG_FILE)", path, CATALOG_FILE_MAX_BYTES).toString("utf8");
   let json: unknown;
   try {
     json = JSON.parse(text);

@@ -1,0 +1,71 @@
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { startExpectingRefusal } from "../support/master-key-processes.js";
+import { tempDir } from "../support/temp-dir.js";
+
+// A value the server cannot use stops the start with exit 2 and a message naming the setting (README, "Settings and
+// the master key"), before anything is written to the data directory. On 82d22ee these exited 1 with Node's raw
+// error (ENOENT, EISDIR, EEXIST, getaddrinfo ENOTFOUND after the master key and admin account were written), read a
+// device without end (MASTER_KEY_FILE=/dev/zero: 3 GB of RSS in 12 s) or waited for ever on a FIFO; HOST= listened on
+// every address.
+
+const dir = tempDir();
+afterAll(() => dir.remove());
+
+const fifo = join(dir.path, "fifo");
+execFileSync("mkfifo", [fifo]);
+const toZero = join(dir.path, "zero-link");
+symlinkSync("/dev/zero", toZero);
+const aFile = join(dir.path, "a-file");
+writeFileSync(aFile, "not a directory\n");
+const bigKey = join(dir.path, "big.key");
+writeFileSync(bigKey, Buffer.alloc(2048, 0x41));
+const catalog = join(dir.path, "catalog.json");
+
+// [setting values, the first line of stderr]
+const cases: [Record<string, string>, string][] = [
+  [{ MASTER_KEY_FILE: "/dev/zero" }, "--master-key-file (MASTER_KEY_FILE) /dev/zero is not a regular file (a device, FIFO or socket): name a file"],
+  [{ MASTER_KEY_FILE: toZero }, `--master-key-file (MASTER_KEY_FILE) ${toZero} is not a regular file (a device, FIFO or socket): name a file`],
+  [{ MASTER_KEY_FILE: fifo }, `--master-key-file (MASTER_KEY_FILE) ${fifo} is not a regular file (a device, FIFO or socket): name a file`],
+  [{ MASTER_KEY_FILE: bigKey }, `--master-key-file (MASTER_KEY_FILE) ${bigKey} is larger than 1024 bytes, more than such a file holds`],
+  [{ MASTER_KEY_FILE: "/nonexistent" }, "--master-key-file (MASTER_KEY_FILE) /nonexistent does not exist"],
+  [{ MASTER_KEY_FILE: "/etc" }, "--master-key-file (MASTER_KEY_FILE) /etc is a directory"],
+  [{ CATALOG_FILE: "/dev/zero" }, "--catalog (CATALOG_FILE) /dev/zero is not a regular file (a device, FIFO or socket): name a file"],
+  [{ CATALOG_FILE: "/nonexistent" }, "--catalog (CATALOG_FILE) /nonexistent does not exist"],
+  [{ TLS_CERT_FILE: "/dev/zero", TLS_KEY_FILE: aFile }, "--tls-cert-file (TLS_CERT_FILE) /dev/zero is not a regular file (a device, FIFO or socket): name a file"],
+  [{ DATA_DIR: "" }, "--data-dir (DATA_DIR) must not be empty: name a directory (it is created if missing)"],
+  [{ DATA_DIR: aFile }, `--data-dir (DATA_DIR) ${aFile} is not a directory`],
+  [{ HOST: "" }, "--host (HOST) must not be empty: name the address to listen on (0.0.0.0 for every IPv4 address)"],
+];
+
+describe("a setting the server cannot use stops the start with exit 2, naming it, before the data directory is written", () => {
+  it.each(cases)("%o", async (env, message) => {
+    const dataDir = join(dir.path, `data-${readdirSync(dir.path).length}`);
+    const refused = await startExpectingRefusal(dataDir, env);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr.split("\n")[0]).toBe(message);
+    expect(refused.stderr).toContain("Usage: cloudplane [flags]");
+    expect(existsSync(dataDir)).toBe(false);
+  }, 20_000);
+
+  it("HOST that does not resolve is refused before the data directory is made", async () => {
+    const dataDir = join(dir.path, "data-host");
+    const refused = await startExpectingRefusal(dataDir, { HOST: "999.1.1.1" });
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(
+      /^cloudplane failed to start: --host \(HOST\) 999\.1\.1\.1 is no address of this machine's resolver \((ENOTFOUND|EAI_AGAIN)\): give an IP address or a host name that resolves\n$/,
+    );
+    expect(existsSync(dataDir)).toBe(false);
+  }, 20_000);
+
+  it("a catalog whose content is wrong exits 2 too", async () => {
+    writeFileSync(catalog, "{ not json");
+    const dataDir = join(dir.path, "data-catalog");
+    mkdirSync(dataDir);
+    const refused = await startExpectingRefusal(dataDir, { CATALOG_FILE: catalog });
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(new RegExp(`^cloudplane failed to start: catalog: ${catalog.replace(/[.]/g, "\\.")} is not valid JSON`));
+  }, 20_000);
+});
