@@ -57,6 +57,8 @@ import type { ConnectionLimits } from "./transport/connection-limits.js";
 import { FairTurns } from "./transport/fair-turns.js";
 import { RequestTimeouts } from "./transport/request-timeout.js";
 import { countPeerResets } from "./transport/reset-flood.js";
+import { waitsForTurn } from "./transport/pipelined-requests.js";
+import { UnsentOutput } from "./transport/unsent-output.js";
 import { createRestHandler } from "./transport/rest/rest-handler.js";
 import { createStaticFiles } from "./transport/static-files.js";
 import { createMetricsEndpoint } from "./transport/metrics-endpoint.js";
@@ -307,6 +309,8 @@ async function assemble(config: Config, logger: Logger, options: BuildOptions, c
   // process: whatever one request does wrong stays with that request.
   function handle(req: Req, res: Res): void {
     try {
+      // A pipelined HTTP/1.1 request is served once the answers before it are out (pipelined-requests.ts).
+      if (!("stream" in req) && waitsForTurn(req, res as http.ServerResponse, handle)) return;
       // First: a CORS preflight is answered (204) without reading its body too.
       releaseUnreadBody(req, res, MAX_REQUEST_BYTES);
       // An HTTP/1.1 target in absolute form is served as the path it names; a missing, repeated or malformed Host (or
@@ -363,6 +367,8 @@ async function assemble(config: Config, logger: Logger, options: BuildOptions, c
   const sockets = new Set<net.Socket>();
   const sessions = new Set<http2.Http2Session>();
   const limits: ConnectionLimits = config;
+  // Answers a connection holds unsent, on every protocol (unsent-output.ts).
+  const unsentOutput = new UnsentOutput(limits, logger);
   const trackSession = (session: http2.Http2Session): void => {
     sessions.add(session);
     session.once("close", () => sessions.delete(session));
@@ -370,6 +376,7 @@ async function assemble(config: Config, logger: Logger, options: BuildOptions, c
     if (session.destroyed) return;
     session.setLocalWindowSize(H2_CONNECTION_WINDOW);
     closeWhenIdle(session, limits);
+    unsentOutput.watchSession(session);
     countPeerResets(session);
   };
   // The head size HTTP/1.1 takes is announced as SETTINGS_MAX_HEADER_LIST_SIZE (RFC 9113 6.5.2, which counts 32 bytes
@@ -414,6 +421,10 @@ async function assemble(config: Config, logger: Logger, options: BuildOptions, c
     });
   }
 
+  // The HTTP/1.1 connections: those the cleartext listener hands h1, or those ALPN gives HTTP/1.1 over TLS.
+  if (h1 !== null) unsentOutput.watchHttp1(h1);
+  else unsentOutput.watchHttp1OverTls(server);
+
   return {
     manager,
     sweeper,
@@ -431,6 +442,7 @@ async function assemble(config: Config, logger: Logger, options: BuildOptions, c
           taskRetention.start();
           compute.start();
           accessWatcher.start();
+          unsentOutput.start();
           const address = server.address();
           resolve(typeof address === "object" && address !== null ? address.port : config.port);
         });
@@ -473,6 +485,7 @@ async function assemble(config: Config, logger: Logger, options: BuildOptions, c
       }
       for (const socket of sockets) socket.destroy();
       await closed;
+      unsentOutput.stop();
       accessWatcher.stop();
       // Calls answered during the drain wait for their records; whatever is left is stored now.
       await audit.flush();

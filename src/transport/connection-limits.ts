@@ -9,6 +9,8 @@ export interface ConnectionLimits {
   idleTimeoutMs: number;
   maxConnections: number;
   http2MaxStreams: number;
+  // Answers one connection may hold unsent (src/transport/unsent-output.ts).
+  maxUnsentOutputBytes: number;
 }
 
 // Node checks the header and request timeouts of its HTTP/1.1 connections on an interval (30 s by default, which
