@@ -20,8 +20,8 @@ const MAX_UNSENT_BYTES = 4 * 1024 * 1024;
 const KEYS = 300;
 // The periodic check (250 ms) and scheduling on two shared cores.
 const SLACK_MS = 3_000;
-// What the server's RSS may grow by during an attack (HTTP/1.1), or during a repeated one (HTTP/2). Before the fix
-// 60 pipelined lists grew it by 390 MB, and each round of 128 HTTP/2 streams kept its 360 MB of answers for minutes.
+// What the server's RSS may grow by during an HTTP/1.1 attack. Before the fix 60 pipelined lists grew it by 390 MB
+// (and each round of 128 HTTP/2 streams kept its 360 MB of answers for minutes, until its session closed).
 const RSS_GROWTH_BOUND_KB = 120 * 1024;
 // /healthz during an attack: 128 HTTP/2 streams make the server build 128 lists of 2.8 MB at once, 3-5.6 s of
 // CPU and collection on this two-core machine before the fix and after it alike: the cost of the calls themselves, bounded by
@@ -108,12 +108,12 @@ describe("answers nobody reads", () => {
         s.destroy();
         return after;
       };
-      // The first round's peak is what building 128 lists at once costs (garbage V8 has not collected yet: 840 MB
-      // here, before the fix and after it alike); what a round keeps shows in the second, whose peak must not pass
-      // the first's by more than the bound.
+      // What a round holds is let go when its session is closed, which is what is asserted. Its RSS is not: a round's
+      // peak is what building 128 lists at once costs (garbage V8 has not collected yet: 550-1,230 MB here, before
+      // the fix and after it alike, one round to the next), so a comparison of two rounds' peaks failed or passed
+      // by the collector's timing, not by what the server kept.
       const first = await measured(async () => void expect(await attack(), "ms until the server closed the session").not.toBeNull());
       const second = await measured(async () => void expect(await attack(), "ms until the server closed the session").not.toBeNull());
-      expect(second.peakKb - first.peakKb, "peak RSS of the second round over the first's, KiB").toBeLessThan(RSS_GROWTH_BOUND_KB);
       expect(Math.max(first.slowestHealthMs, second.slowestHealthMs)).toBeLessThan(HEALTH_DURING_BOUND_MS);
       expect(target.logs()).toMatch(/closed the connection of 127\.0\.0\.1:\d+: it (held \d+ bytes of answers unsent|sent nothing)/);
       await expectServing(target);
