@@ -7,6 +7,7 @@ import type net from "node:net";
 import type { Duplex } from "node:stream";
 import type { NodeRequest, NodeResponse } from "./transport/node-types.js";
 import type { Logger } from "pino";
+import type { Catalog } from "./compute/catalog/catalog.js";
 import { loadCatalog } from "./compute/catalog/load-catalog.js";
 import { computeJsonRegistry, createComputeModule } from "./compute/compute-module.js";
 import { TaskRetention } from "./compute/tasks/task-retention.js";
@@ -103,16 +104,19 @@ type Res = NodeResponse;
 // the tests both call this. Refuses (rejects) before anything listens when the store or the master key is wrong.
 export async function build(config: Config, logger: Logger, options: BuildOptions = {}): Promise<App> {
   const clock = options.clock ?? systemClock;
+  // Read before the store is opened: a catalog the server cannot use stops the start before anything is written to
+  // the data directory (a probe found a new master key and database made by a start that then failed on it).
+  const catalog = loadCatalog(config.catalogFile);
   const storage = await openStorage(config, logger);
   try {
-    return await assemble(config, logger, options, clock, storage);
+    return await assemble(config, logger, options, clock, storage, catalog);
   } catch (err) {
     await storage.close();
     throw err;
   }
 }
 
-async function assemble(config: Config, logger: Logger, options: BuildOptions, clock: Clock, storage: Storage): Promise<App> {
+async function assemble(config: Config, logger: Logger, options: BuildOptions, clock: Clock, storage: Storage, catalog: Catalog): Promise<App> {
   const store = storage.kms;
   await storage.exclusively(() => refuseStrayAdminCredentials(storage.identity, config));
   const masterKey = await storage.exclusively(() => loadMasterKey(config, store, logger));
@@ -135,7 +139,7 @@ async function assemble(config: Config, logger: Logger, options: BuildOptions, c
     ledger: storage.ledger,
     clock,
     logger,
-    catalog: loadCatalog(config.catalogFile),
+    catalog,
     providerDelayMs: config.providerDelayMs,
     taskConcurrency: config.taskConcurrency,
   });

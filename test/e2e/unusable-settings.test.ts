@@ -67,5 +67,7 @@ describe("a setting the server cannot use stops the start with exit 2, naming it
     const refused = await startExpectingRefusal(dataDir, { CATALOG_FILE: catalog });
     expect(refused.code).toBe(2);
     expect(refused.stderr).toMatch(new RegExp(`^cloudplane failed to start: catalog: ${catalog.replace(/[.]/g, "\\.")} is not valid JSON`));
+    // Read before the store is opened: no master key or database made by a start that could not go on.
+    expect(readdirSync(dataDir)).toEqual([]);
   }, 20_000);
 });
