@@ -180,6 +180,18 @@ function operation(method: DescMethod, rule: HttpRule, template: string, variabl
   }
   const policy = getOption(method, method_policy);
   const security = policy.public ? [] : policy.requiresApiKey ? [{ bearer: [], apiKey: [] }] : [{ bearer: [] }];
+  // The workspace the API key belongs to, which such a call needs beside it (CONTRACT section 6). Declared only in
+  // prose before, so that Swagger UI and generated clients sent the key without it and got 401 (a probe,
+  // 2026-11-28). A parameter rather than a third security scheme: it names the workspace, it is no secret.
+  if (policy.requiresApiKey) {
+    parameters.push({
+      name: "x-workspace-id",
+      in: "header",
+      required: true,
+      description: "The workspace the API key in x-api-key belongs to",
+      schema: { type: "string" },
+    });
+  }
   const errors = Object.fromEntries(Object.keys(errorStatuses).map((status) => [status, { $ref: `#/components/responses/Error${status}` }]));
   const responseType = rule.responseBody === "" ? schemas.ref(method.output) : schemas.field(method.output.fields.find((f) => f.name === rule.responseBody)!);
   const op: Schema = {

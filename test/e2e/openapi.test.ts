@@ -89,6 +89,27 @@ describe("OpenAPI document", () => {
     }
   });
 
+  // A client generated from the document sends what it declares: the configuration calls' x-workspace-id was in
+  // prose only, and such a client got 401 on every call (a probe, 2026-11-28).
+  it("declares every header a call needs, from the methods' policies", () => {
+    const routes = new RouteTable(methodTableOf(apiServices)).routes;
+    const byId = new Map(Object.values(doc.paths).flatMap((ops) => Object.values(ops)).map((op) => [op.operationId, op]));
+    let keyed = 0;
+    for (const route of routes) {
+      const op = byId.get(`${route.method.parent.typeName}.${route.method.name}`)!;
+      const policy = route.entry.policy;
+      const security = (op as Operation & { security: Record<string, string[]>[] }).security;
+      const workspace = op.parameters.find((p) => p.in === "header" && p.name === "x-workspace-id") as { required?: boolean } | undefined;
+      if (policy.requiresApiKey) {
+        keyed++;
+        expect({ id: op.operationId, security, workspace }).toEqual({ id: op.operationId, security: [{ bearer: [], apiKey: [] }], workspace: expect.objectContaining({ required: true }) });
+      } else {
+        expect({ id: op.operationId, workspace }).toEqual({ id: op.operationId, workspace: undefined });
+      }
+    }
+    expect(keyed).toBe(2);
+  });
+
   it("describes what the server answers: every body of a scenario matches its operation's schema", async () => {
     const auth = { authorization: `Bearer ${server.token}`, "content-type": "application/json" };
     const call = async (verb: string, docPath: string, url: string, body?: object, headers: Record<string, string> = auth): Promise<{ status: number; json: Record<string, unknown> }> => {
