@@ -173,7 +173,12 @@ export function maskPathsOf(v: Violations, mask: FieldMask | undefined): Set<Upd
     // Named in lowerCamel, as the allowed paths are and as a JSON caller wrote it: decoding a JSON mask turned
     // "createdAt" into "created_at", which the message quoted. A binary caller's "created_at" reads the same, so
     // that one mistake has one message on every protocol.
-    else v.add("updateMask", `cannot update ${quoted(path.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase()))}; allowed: ${ALLOWED_PATHS}`);
+    else v.add("updateMask", `cannot update ${quoted(lowerCamel(path))}; allowed: ${ALLOWED_PATHS}`);
   }
   return paths;
+}
+
+// A mask path's JSON form: "created_at" is "createdAt".
+function lowerCamel(path: string): string {
+  return path.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
 }

@@ -21,8 +21,8 @@ export function shippedCatalogPath(): string {
 // The shipped catalog is 30 KB; a thousand times that is still a catalog, and bounds what a wrong file can cost.
 export const CATALOG_FILE_MAX_BYTES = 32 << 20;
 
-// Reads and checks the catalog file (a regular file of at most CATALOG_FILE_MAX_BYTES, else a ConfigError). Throws a CatalogError naming the file and the first bad entry; the server
-// does not start with a catalog it cannot trust.
+// Reads and checks the catalog file (a regular file of at most CATALOG_FILE_MAX_BYTES, else a ConfigError). Throws a
+// CatalogError naming the file and the first bad entry; the server does not start with a catalog it cannot trust.
 export function loadCatalog(path: string): Catalog {
   const text = readSettingFile("--catalog (CATALOG_FILE)", path, CATALOG_FILE_MAX_BYTES).toString("utf8");
   let json: unknown;
