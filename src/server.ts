@@ -107,7 +107,7 @@ export async function build(config: Config, logger: Logger, options: BuildOption
   // Read before the store is opened: a catalog the server cannot use stops the start before anything is written to
   // the data directory (a probe found a new master key and database made by a start that then failed on it).
   const catalog = loadCatalog(config.catalogFile);
-  const storage = await openStorage(config, logger);
+  const storage = await openStorage(config, logger, "server");
   try {
     return await assemble(config, logger, options, clock, storage, catalog);
   } catch (err) {

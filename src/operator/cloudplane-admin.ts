@@ -66,8 +66,8 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
     note(`${databasePath(dataDir)} does not exist: ${dataDir} is not a data directory of cloudplane\n(give the server's --data-dir or DATA_DIR; the server makes its store there on its first start)`);
     return 2;
   }
-  // The servers' store: PostgreSQL when DATABASE_URL is set, as for the server.
-  const storage = await openStorage({ dataDir, databaseUrl, databasePoolSize: 2 }, createLogger("warn", process.stderr));
+  // The servers' store: PostgreSQL when DATABASE_URL is set, as for the server; beside the running server.
+  const storage = await openStorage({ dataDir, databaseUrl, databasePoolSize: 2 }, createLogger("warn", process.stderr), "operator command");
   try {
     await runAdminCommand(argv, { admin: new IdentityAdmin(storage.identity, systemClock), audit: storage.audit, clock: systemClock, print, note });
     return 0;

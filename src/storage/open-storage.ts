@@ -1,6 +1,6 @@
 import type { Logger } from "pino";
 import { openSqliteStorage } from "./sqlite/sqlite-storage.js";
-import type { Storage } from "./storage.js";
+import type { Storage, StorageOpener } from "./storage.js";
 
 export interface StorageSettings {
   dataDir: string;
@@ -11,8 +11,8 @@ export interface StorageSettings {
 // The one place that chooses the store: PostgreSQL when DATABASE_URL is set (several servers share it), else the
 // embedded SQLite store of the data directory. The PostgreSQL store (and its driver) is loaded only when chosen:
 // loading it costs about a tenth of a second of every start on the embedded store (docs/performance.md).
-export async function openStorage(settings: StorageSettings, logger: Logger): Promise<Storage> {
-  if (settings.databaseUrl === "") return openSqliteStorage(settings.dataDir, logger);
+export async function openStorage(settings: StorageSettings, logger: Logger, opener: StorageOpener = "server"): Promise<Storage> {
+  if (settings.databaseUrl === "") return openSqliteStorage(settings.dataDir, logger, opener);
   const { openPostgresStorage } = await import("./postgres/postgres-storage.js");
   return openPostgresStorage({ url: settings.databaseUrl, poolSize: settings.databasePoolSize }, logger);
 }

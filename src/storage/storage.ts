@@ -7,6 +7,10 @@ import type { VAppStore } from "./vapp-store.js";
 // What the server learns about changes other servers made to a shared store (PostgreSQL's notifications,
 // postgres/change-feed.ts), so that its caches follow them. The embedded store is one server's alone and announces
 // nothing.
+// Who opens a store: a server, which the embedded store allows one of per data directory, or an operator command
+// (cloudplane-admin), which works beside the running server.
+export type StorageOpener = "server" | "operator command";
+
 export interface ChangeListener {
   // A key or one of its versions changed: its cached entry must go.
   keyChanged(keyId: string): void;

@@ -1,7 +1,7 @@
 import { mkdirSync } from "node:fs";
 import type Database from "better-sqlite3";
 import type { Logger } from "pino";
-import type { ChangeListener, Storage } from "../storage.js";
+import type { ChangeListener, Storage, StorageOpener } from "../storage.js";
 import { databasePath, lockDataDirectory, openAuditConnection, openDatabase } from "./database.js";
 import { SqliteAuditStore } from "./sqlite-audit-store.js";
 import { SqliteComputeStore } from "./sqlite-compute-store.js";
@@ -14,15 +14,16 @@ import { WalCheckpoints } from "./wal-checkpoints.js";
 // The embedded store of one data directory. One server uses it: its own writes update its caches directly, and an
 // operator command's access changes are seen through the access generation (access-watcher.ts), so there is no
 // change feed. Start-up is exclusive already: the data directory belongs to one server, which holds its lock
-// (lockDataDirectory) from before the database is opened until after it is closed.
-export function openSqliteStorage(dataDir: string, logger: Logger): Storage {
+// (lockDataDirectory) from before the database is opened until after it is closed. cloudplane-admin opens it beside
+// the running server (accounts, grants, the audit trail) and takes no such lock.
+export function openSqliteStorage(dataDir: string, logger: Logger, opener: StorageOpener = "server"): Storage {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-  const lock = lockDataDirectory(dataDir);
+  const lock = opener === "server" ? lockDataDirectory(dataDir) : null;
   let db: Database.Database;
   try {
     db = openDatabase(dataDir);
   } catch (err) {
-    lock.close();
+    lock?.close();
     throw err;
   }
   // The audit trail writes through a connection of its own (sqlite-audit-store.ts says why).
@@ -42,7 +43,7 @@ export function openSqliteStorage(dataDir: string, logger: Logger): Storage {
       await checkpoints.close();
       auditDb.close();
       db.close();
-      lock.close();
+      lock?.close();
     },
   };
 }
