@@ -311,7 +311,9 @@ export class KeyManager {
   }
 
   // The namespace of a live key, for the access check; null when no live key has the id. A cache hit answers
-  // synchronously, and the entry it loads otherwise serves the call's handler right after.
+  // synchronously, and the entry it loads otherwise serves the call's handler right after. Metadata only: a key whose
+  // material does not unwrap is still described (GetCryptoKey and the version reads answered 500 for it, since this
+  // check loaded the material first; a probe, 2026-11-28), and Encrypt and Decrypt then fail on it themselves.
   namespaceOf(keyId: string): string | null | Promise<string | null> {
     const missing = (err: unknown): null => {
       if (err instanceof DomainError && err.detail.reason === "CRYPTO_KEY_NOT_FOUND") return null;
@@ -319,7 +321,7 @@ export class KeyManager {
     };
     let entry;
     try {
-      entry = this.cached(keyId);
+      entry = this.cached(keyId, true);
     } catch (err) {
       return missing(err);
     }

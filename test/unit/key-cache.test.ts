@@ -224,6 +224,8 @@ describe("KeyCache: key reads after each mutation", () => {
     const { key } = await newKey();
     const misconfigured = managerWith(new MasterKey(randomBytes(32)));
     expect((await misconfigured.getKey(key.id)).key.name).toBe("k");
+    // The access check's read too, which ran before every GetCryptoKey and answered it 500.
+    expect(await misconfigured.namespaceOf(key.id)).toBe(key.parentId);
     expect(await reason(() => misconfigured.encrypt(key.id, 1, Buffer.from("x"), NO_AAD))).toBe("fault");
     expect(misconfigured.getKey(key.id)).toBeInstanceOf(Promise);
   });
