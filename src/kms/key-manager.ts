@@ -367,6 +367,11 @@ export class KeyManager {
     return { versionId, plaintext };
   }
 
+  // Drops the copies of erased material the store keeps beside its rows; false when it could not now.
+  scrubErased(): Promise<boolean> {
+    return this.store.scrubErased();
+  }
+
   // Erases the material of every version whose destroyAt has passed. Returns how many keys it touched.
   async sweepDestroyed(limit = 100): Promise<number> {
     const now = this.clock.now();

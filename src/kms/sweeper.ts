@@ -5,6 +5,8 @@ import type { KeyManager } from "./key-manager.js";
 // Carries out due destructions and rotations in the background, every interval.
 export class Sweeper {
   private readonly periodic: PeriodicRun;
+  // Material was erased and the store still keeps copies beside its rows (KmsStore.scrubErased).
+  private scrubPending = false;
 
   constructor(
     private readonly manager: KeyManager,
@@ -25,7 +27,12 @@ export class Sweeper {
   private async run(): Promise<void> {
     try {
       // Batches of 100 until nothing is due, so a backlog clears in one run without one huge transaction.
-      while ((await this.manager.sweepDestroyed()) === 100);
+      let swept: number;
+      do {
+        swept = await this.manager.sweepDestroyed();
+        if (swept > 0) this.scrubPending = true;
+      } while (swept === 100);
+      if (this.scrubPending) this.scrubPending = !(await this.manager.scrubErased());
       while ((await this.manager.rotateDue()) === 100);
     } catch (err) {
       this.logger.error({ err }, "key sweep failed; retrying at the next interval");

@@ -90,6 +90,13 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<void> {
       onStep: pauseForTests,
     });
     print(`done: ${outcome.rewrapped} key material(s) moved from key id ${outcome.oldKeyId} to key id ${outcome.newKeyId}`);
+    // The rows hold the new wrapping only, but the file still held old ones: copies that earlier writes left in free
+    // space (a row moved, a version erased before secure_delete), 35 of 60 live materials under the old key in a
+    // probe (2026-11-28), which defeats a re-wrap made because the old key leaked. VACUUM rebuilds the file from the
+    // live rows, and the log is emptied after it.
+    print("erasing copies of the old wrapping from the database file (VACUUM)");
+    db.exec("VACUUM");
+    db.pragma("wal_checkpoint(TRUNCATE)");
   } finally {
     db.close();
   }

@@ -28,6 +28,9 @@ export interface KmsStore {
   keysWithDueDestruction(now: number, limit: number): Promise<string[]>;
   // Ids of keys not gone at `now` (those being destroyed included) whose nextRotationTime is at or before `now`.
   keysWithDueRotation(now: number, limit: number): Promise<string[]>;
+  // After material was erased from its rows: drops the copies the store keeps beside them (SQLite: the write-ahead
+  // log; PostgreSQL: dead row versions). False when it could not now, to be tried again.
+  scrubErased(): Promise<boolean>;
   close(): Promise<void>;
 }
 

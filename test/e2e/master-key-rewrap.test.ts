@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
-import { writeFileSync } from "node:fs";
+import { readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import Database from "better-sqlite3";
 import { afterAll, describe, expect, it } from "vitest";
 import { masterKeyCheck } from "../../src/kms/master-key-check.js";
 import { MasterKey } from "../../src/kms/master-key.js";
@@ -21,6 +22,25 @@ const plaintexts = (sealed: { plaintext: string }[]) => [...sealed, ...sealed].m
 function kmsRows(dataDir: string) {
   const { kms_keys, kms_versions, kms_master_key } = storeSnapshot(dataDir);
   return { kms_keys, kms_versions, kms_master_key };
+}
+
+// Every file of a data directory that holds one of `needles`.
+function filesHolding(dataDir: string, needles: Buffer[]): string[] {
+  return readdirSync(dataDir).filter((name) => {
+    const bytes = readFileSync(join(dataDir, name));
+    return needles.some((needle) => bytes.includes(needle));
+  });
+}
+
+// Rewrites every version row once at another size and back, through a connection without secure_delete, as servers
+// wrote before it: SQLite moves such a cell and leaves the old one in the page's free space.
+function moveEveryVersionRow(dataDir: string): void {
+  const db = new Database(join(dataDir, "cloudplane.db"), { fileMustExist: true });
+  try {
+    db.exec("UPDATE kms_versions SET algorithm = algorithm || '-moved'; UPDATE kms_versions SET algorithm = replace(algorithm, '-moved', '')");
+  } finally {
+    db.close();
+  }
 }
 
 describe("re-wrapping the data under a new master key", () => {
@@ -49,6 +69,11 @@ describe("re-wrapping the data under a new master key", () => {
     expect(kmsRows(dataDir)).toEqual(before);
     expect(ownKeyFiles(dataDir)).toEqual([oldText, null]);
     await server.kill("SIGTERM");
+    // What a server from before secure_delete left behind (docs/storage.md, "Erased material"): every row moved once,
+    // its old cell, material under the old key, in the page's free space.
+    const oldWrapping = (kmsRows(dataDir).kms_versions as { wrapped_material: Buffer }[]).map((v) => Buffer.from(v.wrapped_material));
+    moveEveryVersionRow(dataDir);
+    expect(filesHolding(dataDir, oldWrapping)).toContain("cloudplane.db");
 
     const done = await runRewrap(dataDir, next.path);
     expect(done.stderr).toBe("");
@@ -63,8 +88,11 @@ describe("re-wrapping the data under a new master key", () => {
       `re-wrapped 12 key material(s) under key id ${newId} and recorded its check value, in one transaction`,
       `replaced ${join(dataDir, "master.key")} with the new key (key id ${newId}); back it up, the old key no longer opens this data`,
       `done: 12 key material(s) moved from key id ${oldId} to key id ${newId}`,
+      "erasing copies of the old wrapping from the database file (VACUUM)",
     ]);
     expect(ownKeyFiles(dataDir)).toEqual([fileText(next.material), null]);
+    // A leaked old key opens nothing of this directory: 35 of 60 live materials were still there under it (a probe).
+    expect(filesHolding(dataDir, oldWrapping)).toEqual([]);
 
     server = await spawnServer({ dataDir, env: ownLayout });
     try {

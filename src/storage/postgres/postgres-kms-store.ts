@@ -261,5 +261,13 @@ export class PostgresKmsStore implements KmsStore, MasterKeyStore {
   }
 
   // The pool belongs to the storage (postgres-storage.ts), which ends it.
+  // The erasing UPDATE left the row's previous version, material included, as a dead tuple until autovacuum comes by;
+  // VACUUM removes it now. What PostgreSQL keeps beyond its tables (its write-ahead log, free space within pages,
+  // backups) is the operator's to bound (docs/storage.md, "Erased material").
+  async scrubErased(): Promise<boolean> {
+    await this.pool.query("VACUUM kms_versions");
+    return true;
+  }
+
   async close(): Promise<void> {}
 }

@@ -105,6 +105,11 @@ function configure(db: Database.Database): void {
   db.pragma("journal_mode = WAL");
   db.pragma("synchronous = FULL");
   db.pragma("foreign_keys = ON");
+  // Deleted and overwritten content is zeroed in the page, not left in its free space: the sweeper's erasure of a
+  // destroyed version's material wrote NULL over the row and left the wrapped bytes beside it, where the data
+  // directory's master.key unwrapped them (a probe, 2026-11-28). The log's older copies are dropped after each
+  // erasure (SqliteKmsStore.scrubErased).
+  db.pragma("secure_delete = ON");
 }
 
 // A second connection to a database openDatabase has opened, for the audit trail (sqlite-audit-store.ts explains

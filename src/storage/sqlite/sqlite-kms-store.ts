@@ -22,6 +22,10 @@ function positionBefore(key: [number, string], bucket: [number, string, number])
 // better-sqlite3 is synchronous, so each method runs to completion without interleaving; transactions make
 // the multi-row writes atomic and durable before the promise resolves. Key creations and mutations, the writes
 // many callers make at once, share commits (group-commit.ts).
+// How long the event loop may wait for the write-ahead log to be free for scrubErased, once after a sweep erased
+// material.
+const SCRUB_WAIT_MS = 100;
+
 export class SqliteKmsStore implements KmsStore, MasterKeyStore {
   private readonly stmt;
   private readonly group: GroupCommit;
@@ -247,6 +251,21 @@ export class SqliteKmsStore implements KmsStore, MasterKeyStore {
         return done;
       })
       .immediate();
+  }
+
+  // The write-ahead log keeps every page as it was written, the erased material's included, until it is written over
+  // after the log starts again. A TRUNCATE checkpoint copies the log into the database (whose pages secure_delete
+  // has zeroed) and empties it. It needs the log to itself for a moment: it waits at most SCRUB_WAIT_MS for the
+  // checkpoint worker or a reader (an operator command), else reports false and the sweeper tries again later.
+  async scrubErased(): Promise<boolean> {
+    const wait = this.db.pragma("busy_timeout", { simple: true }) as number;
+    this.db.pragma(`busy_timeout = ${SCRUB_WAIT_MS}`);
+    try {
+      const [result] = this.db.pragma("wal_checkpoint(TRUNCATE)") as { busy: number }[];
+      return result?.busy === 0;
+    } finally {
+      this.db.pragma(`busy_timeout = ${wait}`);
+    }
   }
 
   async close(): Promise<void> {
