@@ -18,10 +18,15 @@ export class CallError extends Error {
   }
 }
 
+// What connect-node answers a caller's breach of its protocol with; never INTERNAL, UNKNOWN or DATA_LOSS, which are
+// faults of the server.
+const CALLER_CODES: ReadonlySet<Code> = new Set([Code.InvalidArgument, Code.Unimplemented, Code.ResourceExhausted, Code.FailedPrecondition, Code.OutOfRange]);
+
 // What a thrown value means for the caller. Domain errors say it themselves. A ConnectError reaches here only
-// on calls Connect serves, raised by Connect around the handler (a deadline it enforced, a caller that went
-// away): its code is kept, the rest is ours. Anything else is a fault of ours: the caller learns only the request
-// id to quote, and the cause goes to the log (the caller of this function logs when `internal` is set).
+// on calls Connect serves, raised by Connect around the handler (a deadline it enforced, a caller that went away, a
+// streaming request that breaks its protocol): its code is kept, the rest is ours. Anything else is a fault of
+// ours: the caller learns only the request id to quote, and the cause goes to the log (the caller of this function
+// logs when `internal` is set).
 export function callErrorOf(thrown: unknown, domain: ErrorDomain, requestId: string): CallError {
   if (thrown instanceof CallError) return thrown;
   if (thrown instanceof DomainError) return new CallError(statusPartsOf(thrown), false);
@@ -29,6 +34,12 @@ export function callErrorOf(thrown: unknown, domain: ErrorDomain, requestId: str
     if (thrown.code === Code.DeadlineExceeded) return new CallError(statusPartsOf(deadlineExceeded(domain)), false);
     // The caller went away; nobody reads this answer.
     if (thrown.code === Code.Canceled || thrown.code === Code.Aborted) return protocolCallError(domain, thrown.code, "the call was canceled");
+    // connect-node reads a streaming call's input inside the call, and refuses there what breaks its protocol with the
+    // code the protocol gives it: a health Watch sent with no message is UNIMPLEMENTED "missing input message". Our
+    // own code throws DomainErrors, so a ConnectError with a code a caller can earn is the caller's, answered with
+    // that code; it was INTERNAL, with an error line and its stack for each (a probe: 1 MB of log a second, from an
+    // anonymous client, 2026-11-28).
+    if (CALLER_CODES.has(thrown.code)) return protocolCallError(domain, thrown.code, thrown.rawMessage);
   }
   return internalCallError(domain, requestId);
 }
