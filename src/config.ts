@@ -56,6 +56,8 @@ const specs = {
   idleTimeoutSeconds: { flag: "idle-timeout-seconds", env: "IDLE_TIMEOUT_SECONDS", description: "an HTTP/1.1 keep-alive connection or HTTP/2 session with no traffic for this long is closed (HTTP/2: GOAWAY, calls in flight finish)", default: "60" },
   maxConnections: { flag: "max-connections", env: "MAX_CONNECTIONS", description: "open connections the server accepts at once; more are closed on arrival", default: "10000" },
   maxUnsentOutputBytes: { flag: "max-unsent-output-bytes", env: "MAX_UNSENT_OUTPUT_BYTES", description: "bytes of answers one connection (an HTTP/1.1 socket, an HTTP/2 session) may hold that its client has not read yet; past it, or with unsent answers and nothing read for --idle-timeout-seconds, the connection is closed. Enough for the largest answer (a list of 1,000 keys, about 10 MB) to a client that reads slowly", default: String(16 * 1024 * 1024) },
+  maxLongLivedCalls: { flag: "max-long-lived-calls", env: "MAX_LONG_LIVED_CALLS", description: "calls open by design (health Watch, streaming reflection) the server holds at once, about 55 KB each; more are refused RESOURCE_EXHAUSTED", default: "1000" },
+  maxLongLivedCallsPerConnection: { flag: "max-long-lived-calls-per-connection", env: "MAX_LONG_LIVED_CALLS_PER_CONNECTION", description: "of those, on one connection", default: "16" },
   http2MaxStreams: { flag: "http2-max-streams", env: "HTTP2_MAX_STREAMS", description: "concurrent streams (calls) one HTTP/2 connection may have open", default: "128" },
   maxCallSeconds: { flag: "max-call-seconds", env: "MAX_CALL_SECONDS", description: "longest time a call may run, whatever deadline its caller set (calls that wait by design, such as WaitTask and health Watch, are held only to their caller's deadline); then it is answered DEADLINE_EXCEEDED", default: "60" },
   callPath: { flag: "call-path", env: "CALL_PATH", description: "direct: gRPC unary and REST calls go straight into the call pipeline; connect: every call goes through connect-node, the reference implementation the direct adapters are checked against", default: "direct" },
@@ -102,6 +104,8 @@ export interface Config {
   maxConnections: number;
   maxUnsentOutputBytes: number;
   http2MaxStreams: number;
+  maxLongLivedCalls: number;
+  maxLongLivedCallsPerConnection: number;
   maxCallMs: number;
   callPath: "direct" | "connect";
   pipelineStages: "all" | "none" | "no-access";
@@ -354,6 +358,8 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config | "he
     maxConnections: integer("maxConnections", raw("maxConnections"), 1, 1_000_000),
     maxUnsentOutputBytes: integer("maxUnsentOutputBytes", raw("maxUnsentOutputBytes"), 16 * 1024, 2 ** 40),
     http2MaxStreams: integer("http2MaxStreams", raw("http2MaxStreams"), 1, 10_000),
+    maxLongLivedCalls: integer("maxLongLivedCalls", raw("maxLongLivedCalls"), 1, 1_000_000),
+    maxLongLivedCallsPerConnection: integer("maxLongLivedCallsPerConnection", raw("maxLongLivedCallsPerConnection"), 1, 10_000),
     maxCallMs: integer("maxCallSeconds", raw("maxCallSeconds"), 1, 24 * 3600) * 1000,
     callPath,
     pipelineStages,

@@ -51,6 +51,7 @@ import { serverShuttingDown } from "./errors/protocol-errors.js";
 import { requestIdOf } from "./pipeline/call.js";
 import { createCleartextListener } from "./transport/listener.js";
 import { limitTlsFirstBytes } from "./transport/tls-first-bytes.js";
+import { LongLivedCalls } from "./transport/long-lived-calls.js";
 import { releaseUnreadBody } from "./transport/unread-body.js";
 import { serveDespiteExpectation } from "./transport/expectation.js";
 import { applyHttp1Limits, closeWhenIdle, holdSessionOpen, http1Options } from "./transport/connection-limits.js";
@@ -300,6 +301,7 @@ async function assemble(config: Config, logger: Logger, options: BuildOptions, c
   // idle, and a graceful close ends them with a status (below) instead of dropping their connections.
   const longLivedOpen = new Set<Res>();
   let longLivedEnded: (() => void) | null = null;
+  const longLivedCalls = new LongLivedCalls(config);
   function trackLongLived(req: Req, res: Res): void {
     if ("stream" in req) holdSessionOpen(req.stream);
     longLivedOpen.add(res);
@@ -325,7 +327,8 @@ async function assemble(config: Config, logger: Logger, options: BuildOptions, c
       // call to another server instead of sending it here to be refused.
       if (draining.signal.aborted && !("stream" in req)) res.setHeader("connection", "close");
       if (!longLived.has(req.url ?? "")) track(res);
-      else trackLongLived(req, res);
+      else if (longLivedCalls.admit(req, res)) trackLongLived(req, res);
+      else return;
       connect.handle(req, res);
     } catch (err) {
       dropAfterFault(err, () => res.destroy());

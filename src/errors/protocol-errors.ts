@@ -98,6 +98,21 @@ export function methodNotAllowed(domain: ErrorDomain, httpMethod: string, path: 
   });
 }
 
+// A call open by design (a health Watch, streaming reflection) past the server's limits of them (long-lived-calls.ts).
+export function tooManyOpenStreams(max: number, perConnection: number): DomainError {
+  return new DomainError({
+    code: "resource_exhausted",
+    reason: "TOO_MANY_OPEN_STREAMS",
+    domain: "cloudplane",
+    message: `this server holds at most ${max} open health watches and reflection streams, ${perConnection} on one connection: close one, or retry later`,
+    violations: [
+      { subject: "server", description: `at most ${max} open health watches and reflection streams (MAX_LONG_LIVED_CALLS)` },
+      { subject: "connection", description: `at most ${perConnection} on one connection (MAX_LONG_LIVED_CALLS_PER_CONNECTION)` },
+    ],
+    retryAfterSeconds: 1,
+  });
+}
+
 // How a call open by design (a health Watch) ends when the server stops gracefully, after its NOT_SERVING, and how a
 // call that arrives once the stop has begun is refused (the pipeline's shutdown stage).
 export function serverShuttingDown(domain: ErrorDomain): DomainError {

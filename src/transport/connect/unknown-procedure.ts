@@ -11,6 +11,7 @@ import type { IncomingHttpHeaders } from "node:http";
 import { requestIdOf } from "../../pipeline/call.js";
 import type { NodeResponse } from "../node-types.js";
 import {
+  codeToHttpStatus,
   encodeEnvelope,
   errorToJsonBytes,
   parseConnectContentType,
@@ -56,16 +57,23 @@ function domainOf(table: MethodTable, path: string): ErrorDomain {
 // The answer for a POST to `url` that no method serves, in the protocol its headers name; null, having made nothing,
 // for a request of none of the RPC protocols (the REST routes answer it: every REST POST is asked).
 export function unknownProcedureAnswer(table: MethodTable, url: string, headers: IncomingHttpHeaders): RpcAnswer | null {
+  const path = url.split("?")[0] ?? url;
+  return rpcRefusalAnswer(headers, () => unknownProcedure(domainOf(table, path), path), 404);
+}
+
+// A refusal answered before any handler, in the RPC protocol the request's headers name; null, having made nothing,
+// for a request of none of them. `connectStatus`: the HTTP status of a Connect caller's answer, by default the one
+// connect-node gives the refusal's code.
+export function rpcRefusalAnswer(headers: IncomingHttpHeaders, refusal: () => DomainError, connectStatus?: number): RpcAnswer | null {
   const contentType = headers["content-type"] ?? "";
   const web = parseGrpcWebContentType(contentType);
   const grpc = web === undefined ? parseGrpcContentType(contentType) : undefined;
   const connect = web === undefined && grpc === undefined ? parseConnectContentType(contentType) : undefined;
   const connectVersion = headers["connect-protocol-version"];
   if (web === undefined && grpc === undefined && (connect === undefined || (!connect.stream && connectVersion === undefined))) return null;
-  const path = url.split("?")[0] ?? url;
   const given = headers["x-request-id"];
   const requestId = requestIdOf(Array.isArray(given) ? given[0] : given);
-  const error: ConnectError = toConnectError(new CallError(statusPartsOf(unknownProcedure(domainOf(table, path), path)), false), null);
+  const error: ConnectError = toConnectError(new CallError(statusPartsOf(refusal()), false), null);
   const status: Record<string, string> = {};
   grpcStatusHeaders(error).forEach((value, key) => (status[key] = value));
   if (grpc !== undefined) {
@@ -80,7 +88,7 @@ export function unknownProcedureAnswer(table: MethodTable, url: string, headers:
     const type = web.text ? "application/grpc-web-text+proto" : contentType;
     return { status: 200, headers: { "content-type": type, "x-request-id": requestId }, body };
   }
-  return { status: 404, headers: { "content-type": "application/json", "x-request-id": requestId }, body: errorToJsonBytes(error, {}) };
+  return { status: connectStatus ?? codeToHttpStatus(error.code), headers: { "content-type": "application/json", "x-request-id": requestId }, body: errorToJsonBytes(error, {}) };
 }
 
 // Writes the answer at once, whatever of the body is still to come: a streaming call's client may keep sending
