@@ -20,6 +20,17 @@ export function requestTooLarge(domain: ErrorDomain, maxBytes: number): DomainEr
   });
 }
 
+// A compressed request that expands past what its size allows (src/transport/compression.ts).
+export function compressedRequestTooLarge(domain: ErrorDomain, compressedBytes: number, allowedBytes: number): DomainError {
+  return new DomainError({
+    code: "resource_exhausted",
+    reason: "REQUEST_TOO_LARGE",
+    domain,
+    message: `the request's ${compressedBytes} compressed bytes expand past ${allowedBytes}: a compressed request may expand to 64 times its size or 256 KiB, whichever is more; send a larger one uncompressed`,
+    violations: [{ subject: "request", description: "decompressed, at most 64 times the compressed size or 256 KiB, whichever is more" }],
+  });
+}
+
 // An HTTP/1.1 request head (request line and headers) over what Node's parser takes (`maxBytes`, Node's
 // http.maxHeaderSize), refused before the server sees it (src/transport/rest/parser-refusals.ts).
 export function requestHeadTooLarge(domain: ErrorDomain, maxBytes: number): DomainError {

@@ -1,9 +1,9 @@
-import type { ConnectError } from "@connectrpc/connect";
+import { ConnectError } from "@connectrpc/connect";
 import { ErrorInfoSchema } from "../../../gen/google/rpc/error_details_pb.js";
 import type { JsonValue } from "@bufbuild/protobuf";
 import { invalidArgument } from "../../errors/domain-error.js";
 import type { DomainError } from "../../errors/domain-error.js";
-import { malformedBody, unknownJsonField } from "../../errors/protocol-errors.js";
+import { compressedRequestTooLarge, malformedBody, unknownJsonField } from "../../errors/protocol-errors.js";
 import type { BodyEncoding } from "../../errors/protocol-errors.js";
 import type { ErrorDomain } from "../../errors/reasons.js";
 import { statusPartsOf } from "../../errors/status-details.js";
@@ -11,7 +11,7 @@ import { toConnectError } from "../../errors/to-connect-error.js";
 import { ViolationList } from "../../errors/violation-list.js";
 import { CallError } from "../../pipeline/call-error.js";
 import type { MessageLimits } from "../../pipeline/message-limits.js";
-import { acceptedCompressions } from "../compression.js";
+import { ExpansionRefused, acceptedCompressions } from "../compression.js";
 import type { FairTurns } from "../fair-turns.js";
 import { findMisread, holdsMisreadable } from "../json-misread.js";
 import { UnknownJsonField, countJson } from "../limits/json-count.js";
@@ -76,8 +76,14 @@ export function countedRequest(
       if (compression == null) return undefined;
       return compression.decompress(message, maxBytes).then(
         (bytes) => countAll(bytes),
-        // Connect decompresses it again and refuses it itself.
-        () => undefined,
+        (reason: unknown) => {
+          // Past what its compressed size allows (compression.ts): refused here, where the bound is known, since an
+          // error connect-node writes reaches its caller as its message alone.
+          const refused = reason instanceof ConnectError ? reason.cause : undefined;
+          if (refused instanceof ExpansionRefused) throw ours(compressedRequestTooLarge(domain(), refused.compressedBytes, refused.allowedBytes));
+          // Connect decompresses it again and refuses it itself.
+          return undefined;
+        },
       );
     }
     return countAll(message);
