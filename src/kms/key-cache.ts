@@ -149,7 +149,8 @@ export class KeyCache {
     if (!this.trusted) return;
     this.remove(entry.id);
     this.packed.add(entry);
-    if (this.packed.size > this.maxEntries) this.packed.remove(this.packed.oldest);
+    // By weight (packed-keys.ts): a key holding much text or many versions counts for more than one.
+    while (this.packed.weight > this.maxEntries && this.packed.oldest !== -1) this.packed.remove(this.packed.oldest);
   }
 
   private remove(keyId: string): void {

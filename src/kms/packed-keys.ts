@@ -75,8 +75,22 @@ function grown<T extends Float64Array | Int32Array | Uint8Array>(old: T, length:
   return next;
 }
 
+// What a packed key costs, in units of about a KiB: one, and one more for each KiB of its description, labels and
+// versions. KEY_CACHE_SIZE bounds the sum, so that keys with the most text a caller may give them (a 1,024-character
+// description, 64 labels of 128 characters: about 23 KiB of heap) or thousands of versions count for what they hold;
+// counted by keys alone, 100,000 such keys took 2.2 GB where docs/performance.md promised 200 MiB (a probe,
+// 2026-11-28).
+function weightOf(description: string, labels: readonly string[], versions: number): number {
+  let chars = description.length + versions * VERSION_CHARS;
+  for (const label of labels) chars += label.length;
+  return 1 + Math.floor(chars / 1024);
+}
+// A version's slots (numbers, codes, material) and its share of the arrays, counted as characters of text.
+const VERSION_CHARS = 64;
+
 export class PackedKeys {
   private keySlots = 0;
+  private totalWeight = 0;
   private numbers = new Float64Array(0);
   private ints = new Int32Array(0);
   private defaultAlgorithms = new Uint8Array(0);
@@ -113,6 +127,11 @@ export class PackedKeys {
 
   get size(): number {
     return this.count;
+  }
+
+  // The sum of the packed keys' weights (weightOf).
+  get weight(): number {
+    return this.totalWeight;
   }
 
   // The slot installed longest ago, or -1.
@@ -167,6 +186,7 @@ export class PackedKeys {
     else this.ints[this.newestSlot * INTS + NEWER] = at;
     this.newestSlot = at;
     this.count++;
+    this.totalWeight += weightOf(r.description, r.labels, entry.versionList.length);
     return at;
   }
 
@@ -180,13 +200,17 @@ export class PackedKeys {
     if (newer === NONE) this.newestSlot = older;
     else this.ints[newer * INTS + OLDER] = older;
     this.count--;
+    let versions = 0;
     for (let slot = this.ints[at * INTS + FIRST_VERSION]!; slot !== NONE; ) {
       const next = this.vNext[slot]!;
       this.material.fill(0, slot * MATERIAL_BYTES, (slot + 1) * MATERIAL_BYTES);
       this.vCodes[slot * V_CODES + 2] = 0;
       this.freeVersions.push(slot);
       slot = next;
+      versions++;
     }
+    const s = at * REFS;
+    this.totalWeight -= weightOf(this.refs[s + DESCRIPTION] as string, this.refs[s + LABELS] as string[], versions);
     this.refs.fill(undefined, at * REFS, (at + 1) * REFS);
     this.ids.clear(at);
     this.names.clear(at);

@@ -178,6 +178,26 @@ describe("KeyCache: key reads after each mutation", () => {
     expect(Buffer.from((await manager.decrypt(key.id, sealed, NO_AAD)).plaintext).toString()).toBe("x");
   });
 
+  // Counted by keys alone, 100,000 keys with the most text a caller may give them took 2.2 GB (a probe, 2026-11-28).
+  it("counts a key with much text or many versions for what it holds", async () => {
+    const cache = new KeyCache(master, 12);
+    const small = new KeyManager(store, cache, master, clock, { destroyGraceMs: GRACE });
+    const create = async (name: string, description: string, labels: string[] = []) =>
+      (await small.createKey({ parentId: "ns", name, description, labels, rotationPeriodMs: null, defaultAlgorithm: "AES_128", owner: "alice" })).key.id;
+    const cached = (ids: string[]) => ids.map((id) => cache.get(id) !== undefined);
+    // Five units each: one, and four for 4,096 characters of description, or of 32 labels of 128.
+    const heavy = [await create("h0", "d".repeat(4096)), await create("h1", "", Array.from({ length: 32 }, (_, i) => `${String(i).padStart(2, "0")}${"l".repeat(126)}`))];
+    const light = [await create("k0", ""), await create("k1", ""), await create("k2", "")];
+    // 5 + 5 + 3 > 12: the oldest heavy key went first.
+    expect(cached([...heavy, ...light])).toEqual([false, true, true, true, true]);
+    // A key of 63 versions (64 characters a version) weighs four units, of 64 five: 8 + 5 > 12, and the other heavy key goes.
+    const versioned = await create("v", "");
+    for (let i = 0; i < 62; i++) await small.createVersion(versioned, null);
+    expect(cached([...heavy, ...light, versioned])).toEqual([false, true, true, true, true, true]);
+    await small.createVersion(versioned, null);
+    expect(cached([...heavy, ...light, versioned])).toEqual([false, false, true, true, true, true]);
+  });
+
   it("answers from memory once loaded, and shares frozen records", async () => {
     const { key } = await newKey();
     const restarted = managerWith(master);
