@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { BadRequestSchema, ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { frame } from "../support/raw-grpc.js";
 import { rawRequest } from "../support/raw-http1.js";
+import { http2Request } from "../support/raw-http2.js";
 import { startServer } from "../support/server.js";
 import type { TestServer } from "../support/server.js";
 import { ACCEPT } from "./vcd-helpers.js";
@@ -23,29 +24,7 @@ afterAll(async () => {
   await server.stop();
 });
 
-interface Answer {
-  status: number;
-  headers: http2.IncomingHttpHeaders;
-  body: string;
-}
-
-function h2(headers: http2.OutgoingHttpHeaders, body?: Buffer): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const session = http2.connect(server.url);
-    session.on("error", reject);
-    const req = session.request(headers);
-    let answer: http2.IncomingHttpHeaders = {};
-    const chunks: Buffer[] = [];
-    req.on("response", (h) => (answer = h));
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => {
-      session.close();
-      resolve({ status: Number(answer[":status"]), headers: answer, body: Buffer.concat(chunks).toString() });
-    });
-    req.on("error", reject);
-    req.end(body);
-  });
-}
+const h2 = (headers: http2.OutgoingHttpHeaders, body?: Buffer) => http2Request(server.url, headers, body);
 
 // The REST error body, its ErrorInfo and BadRequest decoded.
 function refusal(body: string): unknown {
