@@ -20,7 +20,13 @@ async function main(): Promise<void> {
   await checkHost(config.host);
   const logger = createLogger(config.logLevel);
   const app = await build(config, logger);
-  const port = await app.listen();
+  let port: number;
+  try {
+    port = await app.listen();
+  } catch (err) {
+    await app.close();
+    throw listenRefusal(err, config.host, config.port);
+  }
   logger.info({ port, dataDir: config.dataDir, store: config.databaseUrl === "" ? "sqlite" : "postgres", tls: config.tlsCertFile !== "" }, "cloudplane listening");
   let stopping = false;
   const stop = (signal: string): void => {
@@ -40,6 +46,17 @@ async function main(): Promise<void> {
   };
   process.on("SIGTERM", () => stop("SIGTERM"));
   process.on("SIGINT", () => stop("SIGINT"));
+}
+
+// The address HOST and PORT name cannot be listened on: a setting the server cannot use, named as the others are
+// (it was Node's "listen EADDRINUSE: address already in use 127.0.0.1:8080", exit 1). Found only when the server
+// listens, once its store is open: the port could be taken or freed meanwhile whenever it was looked at first.
+function listenRefusal(err: unknown, host: string, port: number): unknown {
+  const code = (err as { code?: string }).code;
+  if (code === "EADDRINUSE") return new ConfigError(`--port (PORT) ${port} is in use on ${host}: stop what listens there, or choose another port`);
+  if (code === "EACCES") return new ConfigError(`--port (PORT) ${port} needs privileges this user does not have: choose a port above 1023`);
+  if (code === "EADDRNOTAVAIL") return new ConfigError(`--host (HOST) ${host} is not an address of this machine: give one of its addresses, or 0.0.0.0`);
+  return err;
 }
 
 // Exit 2 when the operator must change what the server was given (a setting it cannot use, found by build() or by

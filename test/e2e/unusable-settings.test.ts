@@ -1,5 +1,6 @@
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
+import net from "node:net";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { startExpectingRefusal } from "../support/master-key-processes.js";
@@ -58,6 +59,20 @@ describe("a setting the server cannot use stops the start with exit 2, naming it
       /^cloudplane failed to start: --host \(HOST\) 999\.1\.1\.1 is no address of this machine's resolver \((ENOTFOUND|EAI_AGAIN)\): give an IP address or a host name that resolves\n$/,
     );
     expect(existsSync(dataDir)).toBe(false);
+  }, 20_000);
+
+  // Found when the server listens, once its store is open; it was Node's raw EADDRINUSE, exit 1.
+  it("a port in use exits 2 too, naming it", async () => {
+    const taken = net.createServer();
+    await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve));
+    const port = (taken.address() as net.AddressInfo).port;
+    try {
+      const refused = await startExpectingRefusal(join(dir.path, "data-port"), { PORT: String(port), HOST: "127.0.0.1" });
+      expect(refused.code).toBe(2);
+      expect(refused.stderr).toBe(`cloudplane failed to start: --port (PORT) ${port} is in use on 127.0.0.1: stop what listens there, or choose another port\n`);
+    } finally {
+      taken.close();
+    }
   }, 20_000);
 
   it("a catalog whose content is wrong exits 2 too", async () => {
