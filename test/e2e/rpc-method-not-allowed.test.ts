@@ -1,9 +1,9 @@
 import http from "node:http";
-import http2 from "node:http2";
 import { fromBinary } from "@bufbuild/protobuf";
 import { base64Decode } from "@bufbuild/protobuf/wire";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
+import { http2Request } from "../support/raw-http2.js";
 import { startServer } from "../support/server.js";
 import type { TestServer } from "../support/server.js";
 
@@ -40,22 +40,10 @@ function http1(method: string, path: string, headers: http.OutgoingHttpHeaders =
   });
 }
 
-function h2(method: string, path: string): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const session = http2.connect(server.url);
-    session.on("error", reject);
-    const req = session.request({ ":method": method, ":path": path, "x-request-id": "method-1" });
-    let headers: http2.IncomingHttpHeaders = {};
-    const chunks: Buffer[] = [];
-    req.on("response", (h) => (headers = h));
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => {
-      session.close();
-      resolve({ status: Number(headers[":status"]), headers, body: Buffer.concat(chunks).toString() });
-    });
-    req.on("error", reject);
-    req.end();
-  });
+// Its answer as the HTTP/1.1 one reads, status, headers and body.
+async function h2(method: string, path: string): Promise<Answer> {
+  const { status, headers, body } = await http2Request(server.url, { ":method": method, ":path": path, "x-request-id": "method-1" });
+  return { status, headers: headers as http.IncomingHttpHeaders, body };
 }
 
 // The REST Status JSON, its one ErrorInfo decoded.
