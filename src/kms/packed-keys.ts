@@ -295,6 +295,17 @@ export class PackedKeys {
     return this.material.subarray(slot * MATERIAL_BYTES, slot * MATERIAL_BYTES + length);
   }
 
+  // Copies of the material of every version of the key at `at` that holds one, by version id.
+  materialById(at: number): Map<number, Buffer> {
+    const out = new Map<number, Buffer>();
+    for (let slot = this.ints[at * INTS + FIRST_VERSION]!; slot !== NONE; slot = this.vNext[slot]!) {
+      if (this.vCodes[slot * V_CODES + 2] !== 1) continue;
+      const length = keyLengthBytes[algorithms[this.vCodes[slot * V_CODES + 1]!]!];
+      out.set(this.vNumbers[slot * V_NUMBERS]!, Buffer.from(this.materialOf(slot, length)));
+    }
+    return out;
+  }
+
   // FNV-1a over the UTF-16 code units, from the process's seed.
   private hash(keyId: string): number {
     let h = this.seed;
