@@ -12,7 +12,7 @@ import { VAppService } from "../gen/compute/vapp/v1/vapp_pb.js";
 import { KeyManagerService } from "../gen/kms/v1/kms_pb.js";
 import { CATALOG_FILE_MAX_BYTES, shippedCatalogPath } from "./compute/catalog/load-catalog.js";
 import { printable } from "./errors/caller-text.js";
-import { MASTER_KEY_FILE_MAX_BYTES } from "./kms/master-key-source.js";
+import { decodeMasterKey, readMasterKeyMaterial } from "./kms/master-key-source.js";
 import { ConfigError } from "./shared/config-error.js";
 import { checkSettingFile, readSettingFile } from "./shared/setting-file.js";
 import type { RateLimits } from "./ratelimit/rate-limits.js";
@@ -272,9 +272,29 @@ function dataDirectory(raw: string): string {
 
 // The files read once the data directory is open (the master key by loadMasterKey, the catalog by build()), checked
 // now so that a wrong one stops the start with exit 2 before anything is written there. MASTER_KEY wins over the file.
+// The key's form too: one that is not 32 bytes stopped the start only once the store was open (exit 1, and an empty
+// database left in the data directory).
 function checkLaterFiles(masterKey: string, masterKeyFile: string, catalogFile: string): void {
-  if (masterKey === "" && masterKeyFile !== "") checkSettingFile(`--${specs.masterKeyFile.flag} (${specs.masterKeyFile.env})`, masterKeyFile, MASTER_KEY_FILE_MAX_BYTES);
+  if (masterKey !== "") {
+    const label = `--${specs.masterKey.flag} (${specs.masterKey.env})`;
+    checkMasterKeyForm(() => decodeMasterKey(masterKey, label), `${label} must be base64 of exactly 32 bytes`);
+  } else if (masterKeyFile !== "") {
+    const label = `--${specs.masterKeyFile.flag} (${specs.masterKeyFile.env})`;
+    checkMasterKeyForm(() => readMasterKeyMaterial(masterKeyFile, label), `${label} ${masterKeyFile} must hold the 32 bytes of the master key, raw or in base64`);
+  }
   if (catalogFile !== "") checkSettingFile(`--${specs.catalogFile.flag} (${specs.catalogFile.env})`, catalogFile, CATALOG_FILE_MAX_BYTES);
+}
+
+// `refusal`: the message when the content is not a key (a file that cannot be read is refused by readSettingFile).
+function checkMasterKeyForm(read: () => Uint8Array, refusal: string): void {
+  let material: Uint8Array;
+  try {
+    material = read();
+  } catch (err) {
+    if (err instanceof ConfigError) throw err;
+    throw new ConfigError(refusal);
+  }
+  material.fill(0);
 }
 
 // HOST names an address to listen on: one that does not resolve failed only at listen, after the data directory

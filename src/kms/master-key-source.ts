@@ -41,7 +41,7 @@ export const masterKeyPath = (dataDir: string): string => join(dataDir, "master.
 // The new key of a re-wrap, before it replaces master.key.
 export const stagedMasterKeyPath = (dataDir: string): string => join(dataDir, "master.key.new");
 
-function decode(text: string, origin: string): Uint8Array {
+export function decodeMasterKey(text: string, origin: string): Uint8Array {
   const bytes = Buffer.from(text.trim(), "base64");
   if (bytes.length !== 32) throw new Error(`the master key from ${origin} must be base64 of exactly 32 bytes`);
   return bytes;
@@ -54,7 +54,7 @@ export const MASTER_KEY_FILE_MAX_BYTES = 1024;
 // a refusal (a regular file of at most MASTER_KEY_FILE_MAX_BYTES, src/shared/setting-file.ts).
 export function readMasterKeyMaterial(path: string, label = "master key file"): Uint8Array {
   const raw = readSettingFile(label, path, MASTER_KEY_FILE_MAX_BYTES);
-  return raw.length === 32 ? raw : decode(raw.toString("utf8"), path);
+  return raw.length === 32 ? raw : decodeMasterKey(raw.toString("utf8"), path);
 }
 
 // The form in which key files are written.
@@ -63,7 +63,7 @@ export const masterKeyFileText = (material: Uint8Array): string => Buffer.from(m
 // The master key as configured, with the data directory's own file settled first. Does not check it against the
 // store: loadMasterKey and the re-wrap command do.
 export async function resolveMasterKey(opts: MasterKeySettings, store: MasterKeyStore, notices: MasterKeyNotices): Promise<ResolvedMasterKey> {
-  if (opts.masterKey !== "") return { key: new MasterKey(decode(opts.masterKey, "MASTER_KEY")), origin: "MASTER_KEY", ownFile: null };
+  if (opts.masterKey !== "") return { key: new MasterKey(decodeMasterKey(opts.masterKey, "MASTER_KEY")), origin: "MASTER_KEY", ownFile: null };
   if (opts.masterKeyFile !== "") {
     return { key: new MasterKey(readMasterKeyMaterial(opts.masterKeyFile, "--master-key-file (MASTER_KEY_FILE)")), origin: opts.masterKeyFile, ownFile: null };
   }

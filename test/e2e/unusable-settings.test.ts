@@ -24,6 +24,11 @@ writeFileSync(aFile, "not a directory\n");
 const bigKey = join(dir.path, "big.key");
 writeFileSync(bigKey, Buffer.alloc(2048, 0x41));
 const catalog = join(dir.path, "catalog.json");
+// A key of the wrong form: 31 bytes, in base64 and raw.
+const shortKey = join(dir.path, "short.key");
+writeFileSync(shortKey, Buffer.alloc(31, 7).toString("base64") + "\n");
+const rawShortKey = join(dir.path, "raw-short.key");
+writeFileSync(rawShortKey, Buffer.alloc(31, 7));
 
 // [setting values, the first line of stderr]
 const cases: [Record<string, string>, string][] = [
@@ -33,6 +38,11 @@ const cases: [Record<string, string>, string][] = [
   [{ MASTER_KEY_FILE: bigKey }, `--master-key-file (MASTER_KEY_FILE) ${bigKey} is larger than 1024 bytes, more than such a file holds`],
   [{ MASTER_KEY_FILE: "/nonexistent" }, "--master-key-file (MASTER_KEY_FILE) /nonexistent does not exist"],
   [{ MASTER_KEY_FILE: "/etc" }, "--master-key-file (MASTER_KEY_FILE) /etc is a directory"],
+  // These exited 1 once the store was open, leaving an empty database behind (a note of 2026-11-28).
+  [{ MASTER_KEY: "notakey" }, "--master-key (MASTER_KEY) must be base64 of exactly 32 bytes"],
+  [{ MASTER_KEY: Buffer.alloc(33, 1).toString("base64") }, "--master-key (MASTER_KEY) must be base64 of exactly 32 bytes"],
+  [{ MASTER_KEY_FILE: shortKey }, `--master-key-file (MASTER_KEY_FILE) ${shortKey} must hold the 32 bytes of the master key, raw or in base64`],
+  [{ MASTER_KEY_FILE: rawShortKey }, `--master-key-file (MASTER_KEY_FILE) ${rawShortKey} must hold the 32 bytes of the master key, raw or in base64`],
   [{ CATALOG_FILE: "/dev/zero" }, "--catalog (CATALOG_FILE) /dev/zero is not a regular file (a device, FIFO or socket): name a file"],
   [{ CATALOG_FILE: "/nonexistent" }, "--catalog (CATALOG_FILE) /nonexistent does not exist"],
   [{ TLS_CERT_FILE: "/dev/zero", TLS_KEY_FILE: aFile }, "--tls-cert-file (TLS_CERT_FILE) /dev/zero is not a regular file (a device, FIFO or socket): name a file"],
