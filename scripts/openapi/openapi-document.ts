@@ -97,19 +97,39 @@ export function openApiDocument(services: readonly DescService[], info: Document
           {
             description: text,
             headers: {
-              "x-request-id": { description: "The call's request id", schema: { type: "string" } },
+              ...headerRefs(["x-request-id", ...rateLimitHeaders]),
               ...(status === "429" ? { "Retry-After": { description: "Seconds to wait before retrying", schema: { type: "integer" } } } : {}),
             },
             content: { "application/json": { schema: { $ref: "#/components/schemas/google.rpc.Status" } } },
           },
         ]),
       ),
+      headers: {
+        "x-request-id": { description: "The call's request id", schema: { type: "string" } },
+        ...Object.fromEntries(rateLimitHeaders.map((name) => [name, { description: `${rateLimitHeaderText[name]}. ${RATE_LIMITED}`, schema: { type: "integer" } }])),
+      },
       securitySchemes: {
         bearer: { type: "http", scheme: "bearer", description: "An access token from POST /public/v2/service_auth (the bare token works too)" },
         apiKey: { type: "apiKey", in: "header", name: "x-api-key", description: "An API key of the workspace named in x-workspace-id" },
       },
     },
   };
+}
+
+// The rate-limit stage's headers (src/pipeline/stages/rate-limit.ts), on every answer of a limited service's call but
+// native gRPC successes. Whether a service is limited is a setting, so the document declares them on every operation
+// and says when they come; they were in docs/rate-limits.md alone before (a probe, 2026-11-28).
+const rateLimitHeaders = ["X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"] as const;
+const rateLimitHeaderText: Record<(typeof rateLimitHeaders)[number], string> = {
+  "X-RateLimit-Limit": "The limit of the window shown (the minute's or the day's, whichever runs out first)",
+  "X-RateLimit-Remaining": "Calls left in that window (0 when refused)",
+  "X-RateLimit-Reset": "Whole seconds until that window starts afresh",
+};
+const RATE_LIMITED =
+  "Sent when the method's service is rate-limited: RATE_LIMIT_SERVICES, the compute services by default (docs/rate-limits.md)";
+
+function headerRefs(names: readonly string[]): Record<string, Schema> {
+  return Object.fromEntries(names.map((name) => [name, { $ref: `#/components/headers/${name}` }]));
 }
 
 function* bindings(services: readonly DescService[]): Generator<{ method: DescMethod; template: string }> {
@@ -202,7 +222,11 @@ function operation(method: DescMethod, rule: HttpRule, template: string, variabl
     parameters: parameters.map(dropUndefined),
     ...(requestBody !== undefined ? { requestBody } : {}),
     responses: {
-      "200": { description: `${method.output.name}`, content: { "application/json": { schema: responseType } } },
+      "200": {
+        description: `${method.output.name}`,
+        headers: headerRefs(["x-request-id", ...rateLimitHeaders]),
+        content: { "application/json": { schema: responseType } },
+      },
       ...errors,
     },
     security,

@@ -110,6 +110,34 @@ describe("OpenAPI document", () => {
     expect(keyed).toBe(2);
   });
 
+  // X-RateLimit-* were in docs/rate-limits.md alone: a client generated from the document could not read them (a
+  // note of 2026-11-28). Every header of cloudplane's own that an answer carries is one its response declares.
+  it("declares the headers a rate-limited call answers with, on success and on error", async () => {
+    type Declared = { headers?: Record<string, { $ref?: string }> };
+    const components = (doc as unknown as { components: { responses: Record<string, Declared>; headers: Record<string, object> } }).components;
+    const ours = (res: Response) => [...res.headers.keys()].filter((h) => h.startsWith("x-") || h === "retry-after").sort();
+    const declared = (response: Declared) => {
+      const names = Object.keys(response.headers ?? {});
+      for (const name of names) {
+        const ref = response.headers![name]!.$ref;
+        if (ref !== undefined) expect(components.headers[ref.replace("#/components/headers/", "")], ref).toBeDefined();
+      }
+      return names.map((n) => n.toLowerCase());
+    };
+    const auth = { authorization: `Bearer ${server.token}` };
+    const ok = await fetch(`${server.url}/cluster/v1/${SI}/node-pools?clusterId=${CL}`, { headers: auth });
+    expect(ok.status).toBe(200);
+    // The compute services are rate-limited by default.
+    expect(ours(ok)).toEqual(["x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset", "x-request-id"]);
+    const listed = doc.paths["/cluster/v1/{serviceInstanceId}/node-pools"]!["get"]!.responses["200"] as Declared;
+    expect(declared(listed)).toEqual(expect.arrayContaining(ours(ok)));
+    const missing = await fetch(`${server.url}/cluster/v1/${SI}/node-pools/no-such-pool`, { headers: auth });
+    expect(missing.status).toBe(404);
+    expect(ours(missing)).toEqual(["x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset", "x-request-id"]);
+    expect(declared(components.responses["Error404"]!)).toEqual(expect.arrayContaining(ours(missing)));
+    expect(declared(components.responses["Error429"]!)).toEqual(expect.arrayContaining(["retry-after", "x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset", "x-request-id"]));
+  });
+
   it("describes what the server answers: every body of a scenario matches its operation's schema", async () => {
     const auth = { authorization: `Bearer ${server.token}`, "content-type": "application/json" };
     const call = async (verb: string, docPath: string, url: string, body?: object, headers: Record<string, string> = auth): Promise<{ status: number; json: Record<string, unknown> }> => {
