@@ -8,6 +8,9 @@ import { tempDir } from "../support/temp-dir.js";
 
 // The settings of the PostgreSQL store, and a database that cannot be reached.
 
+// A master key of the right form (its form is checked with the settings).
+const A_KEY = Buffer.alloc(32, 1).toString("base64");
+
 describe("DATABASE_URL", () => {
   it("is listed by --help with its flag, and read from the environment or the flag", () => {
     expect(helpText()).toMatch(/--database-url\s+DATABASE_URL\s+PostgreSQL connection URL/);
@@ -19,7 +22,7 @@ describe("DATABASE_URL", () => {
     const fromEnv = loadConfig([], { DATABASE_URL: "postgres://db/x", MASTER_KEY_FILE: keyFile });
     dir.remove();
     expect(fromEnv !== "help" && [fromEnv.databaseUrl, fromEnv.databasePoolSize]).toEqual(["postgres://db/x", 10]);
-    const fromFlag = loadConfig(["--database-url", "postgres://db/y", "--database-pool-size", "3"], { MASTER_KEY: "x" });
+    const fromFlag = loadConfig(["--database-url", "postgres://db/y", "--database-pool-size", "3"], { MASTER_KEY: A_KEY });
     expect(fromFlag !== "help" && [fromFlag.databaseUrl, fromFlag.databasePoolSize]).toEqual(["postgres://db/y", 3]);
   });
 
@@ -28,7 +31,7 @@ describe("DATABASE_URL", () => {
     expect(() => loadConfig([], { DATABASE_URL: "postgres://db/x" })).toThrow(
       "--database-url (DATABASE_URL) needs --master-key-file (MASTER_KEY_FILE) or MASTER_KEY: every server on the database must use the same master key",
     );
-    expect(() => loadConfig([], { DATABASE_URL: "postgres://db/x", DATABASE_POOL_SIZE: "0", MASTER_KEY: "x" })).toThrow(
+    expect(() => loadConfig([], { DATABASE_URL: "postgres://db/x", DATABASE_POOL_SIZE: "0", MASTER_KEY: A_KEY })).toThrow(
       '--database-pool-size (DATABASE_POOL_SIZE) must be an integer from 1 to 1000, got "0"',
     );
   });
