@@ -1,9 +1,27 @@
 import { CachedKey, CachedVersion } from "./cached-key.js";
 import type { KeyEntry } from "./cached-key.js";
 import type { MasterKey } from "./master-key.js";
-import { destructionPending } from "./model.js";
-import type { KeyAggregate } from "./model.js";
+import type { KeyView } from "./key-manager.js";
+import { destructionPending, mergeVersions } from "./model.js";
+import type { CryptoKeyRecord, CryptoKeyVersionRecord, KeyAggregate, KeyState } from "./model.js";
 import { PackedKeys } from "./packed-keys.js";
+
+// What a mutation's outcome does to the cache: made inside the store's transaction (prepare), where building it can
+// fail (the master key may not open a version that starts serving) and so abort the write, and applied once the
+// write has committed (apply).
+export type CacheChange =
+  // The key's entry as built from every version.
+  | { readonly whole: true; readonly entry: CachedKey }
+  // An entry of the versions the mutation read, of which those in `changed` are patched into the cached entry.
+  | {
+      readonly whole: false;
+      readonly entry: CachedKey;
+      readonly changed: ReadonlySet<number>;
+      // The key as the mutation read it.
+      readonly before: Readonly<CryptoKeyRecord>;
+      readonly servedBefore: boolean;
+      readonly serving: boolean;
+    };
 
 // Most keys have no labels: they share one frozen empty list.
 const NO_LABELS = Object.freeze([]) as unknown as string[];
@@ -78,9 +96,10 @@ export class KeyCache {
     // of unwrapped again: a change to a key of 2,000 versions unwrapped every one of them, 3-4 ms of the 18 that
     // one change took (docs/performance.md). Versions new to the entry are unwrapped, which is the check that the
     // master key opens what a mutation is about to commit.
-    const known = serving ? this.packedMaterial(aggregate.key.id) : undefined;
+    const serves = (v: CryptoKeyVersionRecord) => serving && v.state === "ENABLED" && v.wrappedMaterial !== null;
+    const known = serving ? this.packedMaterial(aggregate.key.id, new Set(aggregate.versions.filter(serves).map((v) => v.id))) : undefined;
     const versions = aggregate.versions.map((v) => {
-      const usable = serving && v.state === "ENABLED" && v.wrappedMaterial !== null;
+      const usable = serves(v);
       let material: Uint8Array | null = null;
       if (usable) {
         material = known?.get(v.id) ?? this.masterKey.unwrap(v.wrappedMaterial!, v.keyId, v.id);
@@ -119,10 +138,11 @@ export class KeyCache {
     return new CachedKey(record, versions);
   }
 
-  // Copies of the material the cached entry of a key holds, by version id; undefined when none is cached.
-  private packedMaterial(keyId: string): Map<number, Buffer> | undefined {
+  // Copies of the material the cached entry of a key holds for the versions `wanted`, by version id; undefined when
+  // the key is not cached.
+  private packedMaterial(keyId: string, wanted: ReadonlySet<number>): Map<number, Buffer> | undefined {
     const at = this.packed.find(keyId);
-    return at === -1 ? undefined : this.packed.materialById(at);
+    return at === -1 ? undefined : this.packed.materialById(at, wanted);
   }
 
   private shared(value: string): string {
@@ -145,6 +165,38 @@ export class KeyCache {
     return list;
   }
 
+  // The change a mutation makes: `current` as the store read it, `outcome` the key and the versions it writes.
+  prepare(current: KeyState, outcome: { key: KeyAggregate["key"]; versions: CryptoKeyVersionRecord[] }): CacheChange {
+    const entry = this.build({ key: outcome.key, versions: mergeVersions(current.versions, outcome.versions) });
+    if (current.complete) return { whole: true, entry };
+    return {
+      whole: false,
+      entry,
+      changed: new Set(outcome.versions.map((v) => v.id)),
+      before: current.key,
+      servedBefore: !destructionPending(current.key, current.versions),
+      serving: !destructionPending(outcome.key, entry.versionList),
+    };
+  }
+
+  // Applies what a mutation just committed, and answers the key's view as it left it; never fails. A change of some
+  // versions is patched into the cached entry, if there is one (none: the key is read whole when next needed), so
+  // that it costs what it changes, not what the key holds. The entry goes instead when the key serves again after a
+  // pending destruction (every ENABLED version then serves, and the entry holds no material), and when it is not of
+  // the key the mutation read (another server changed the key, and the store has not announced it yet).
+  apply(change: CacheChange): KeyView {
+    const { entry } = change;
+    if (change.whole) return this.install(entry).view;
+    this.commits++;
+    const at = this.packed.find(entry.id);
+    if (at !== -1) {
+      if ((change.serving && !change.servedBefore) || !this.packed.patch(at, entry, change.changed, !change.serving, change.before)) this.packed.remove(at);
+      this.shrink();
+    }
+    entry.release();
+    return entry.view;
+  }
+
   // Installs what a mutation just committed; never fails.
   install(entry: CachedKey): CachedKey {
     this.commits++;
@@ -165,7 +217,11 @@ export class KeyCache {
     if (!this.trusted) return;
     this.remove(entry.id);
     this.packed.add(entry);
-    // By weight (packed-keys.ts): a key holding much text or many versions counts for more than one.
+    this.shrink();
+  }
+
+  // By weight (packed-keys.ts): a key holding much text or many versions counts for more than one.
+  private shrink(): void {
     while (this.packed.weight > this.maxEntries && this.packed.oldest !== -1) this.packed.remove(this.packed.oldest);
   }
 

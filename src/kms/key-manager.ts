@@ -8,7 +8,7 @@ import type { CachedKey, KeyEntry } from "./cached-key.js";
 import type { KeyCache } from "./key-cache.js";
 import type { MasterKey } from "./master-key.js";
 import { computeGoneAt, destructionPending, effectiveState, isGone, keyLengthBytes, mergeVersions } from "./model.js";
-import type { Algorithm, CryptoKeyRecord, CryptoKeyVersionRecord, KeyAggregate, VersionInfo } from "./model.js";
+import type { Algorithm, CryptoKeyRecord, CryptoKeyVersionRecord, KeyState, VersionInfo, VersionSelection } from "./model.js";
 import { applyTransition } from "./state-machine.js";
 import type { Transition } from "./state-machine.js";
 
@@ -106,6 +106,9 @@ function destructionScheduled(keyId: string): DomainError {
   );
 }
 
+// A mutation that reads no version but the primary.
+const NO_VERSION: VersionSelection = { ids: [] };
+
 // The key management domain: every rule of CONTRACT section 5 lives here, in terms of plain records.
 export class KeyManager {
   constructor(
@@ -123,24 +126,29 @@ export class KeyManager {
     return { keyId, id, state: "ENABLED", algorithm, createdAt: now, destroyAt: null, wrappedMaterial };
   }
 
-  // Runs a decision on one key in the store's transaction. The cache entry of the outcome is built inside that
+  // Runs a decision on one key in the store's transaction, on the versions `selection` names (and the primary): a
+  // change of one version reads that one, whatever the key holds (KeyState). The cache's change is made inside that
   // transaction, so material the master key cannot unwrap aborts the write instead of surfacing after the commit;
-  // the entry is installed only once the write has committed, so a failed write leaves the cache as it was.
-  private async commit<T>(keyId: string, now: number, decide: (current: KeyAggregate) => KeyMutation<T>) {
-    const outcome = await this.store.mutateKey(keyId, now, (current) => {
-      const mutation = decide(current);
-      const entry = this.cache.build({ key: mutation.key, versions: mergeVersions(current.versions, mutation.versions) });
-      return { ...mutation, result: { result: mutation.result, entry } };
-    });
+  // it is applied only once the write has committed, so a failed write leaves the cache as it was.
+  private async commit<T>(keyId: string, now: number, selection: VersionSelection, decide: (current: KeyState) => KeyMutation<T>) {
+    const outcome = await this.store.mutateKey(
+      keyId,
+      now,
+      (current) => {
+        const mutation = decide(current);
+        return { ...mutation, result: { result: mutation.result, change: this.cache.prepare(current, mutation) } };
+      },
+      selection,
+    );
     if (outcome === null) return null;
-    const entry = this.cache.install(outcome.result.entry);
-    return { entry, result: outcome.result.result };
+    const view = this.cache.apply(outcome.result.change);
+    return { view, result: outcome.result.result };
   }
 
   // Runs a decision on a live key.
-  private async mutate<T>(keyId: string, decide: (current: KeyAggregate, now: number) => KeyMutation<T>) {
+  private async mutate<T>(keyId: string, selection: VersionSelection, decide: (current: KeyState, now: number) => KeyMutation<T>) {
     const now = this.clock.now();
-    const outcome = await this.commit(keyId, now, (current) => {
+    const outcome = await this.commit(keyId, now, selection, (current) => {
       if (isGone(current.key, now)) throw keyNotFound(keyId);
       return decide(current, now);
     });
@@ -185,7 +193,7 @@ export class KeyManager {
   }
 
   async updateKey(keyId: string, changes: KeyChanges): Promise<KeyView> {
-    const { entry } = await this.mutate(keyId, (current, now) => {
+    const { view } = await this.mutate(keyId, NO_VERSION, (current, now) => {
       const key = { ...current.key, ...changes };
       if (changes.rotationPeriodMs === null) {
         // Rotation stops: a next time given with it under the same mask would be dropped without a word.
@@ -215,11 +223,11 @@ export class KeyManager {
       }
       return { key, versions: [], result: undefined };
     });
-    return entry.view;
+    return view;
   }
 
   async destroyKey(keyId: string): Promise<void> {
-    await this.mutate(keyId, (current, now) => {
+    await this.mutate(keyId, "all", (current, now) => {
       // Every version not yet destroyed is scheduled, the primary included: that is what destroying a key means.
       const versions = current.versions
         .filter((v) => effectiveState(v, now) === "ENABLED" || effectiveState(v, now) === "DISABLED")
@@ -236,7 +244,7 @@ export class KeyManager {
   }
 
   async createVersion(keyId: string, algorithm: Algorithm | null): Promise<CryptoKeyVersionRecord> {
-    const { result } = await this.mutate(keyId, (current, now) => {
+    const { result } = await this.mutate(keyId, NO_VERSION, (current, now) => {
       // A new version would otherwise serve at once, undoing the destruction its owner asked for.
       if (destructionPending(current.key, current.versions)) throw destructionScheduled(keyId);
       const version = this.newVersion(keyId, current.key.nextVersionId, algorithm ?? current.key.defaultAlgorithm, now);
@@ -257,7 +265,7 @@ export class KeyManager {
   }
 
   async transition(keyId: string, versionId: number, transition: Transition): Promise<CryptoKeyVersionRecord> {
-    const { result } = await this.mutate(keyId, (current, now) => {
+    const { result } = await this.mutate(keyId, { ids: [versionId] }, (current, now) => {
       const version = current.versions.find((v) => v.id === versionId);
       if (version === undefined) throw versionNotFound(keyId, versionId);
       const outcome = applyTransition(version, transition, {
@@ -267,7 +275,7 @@ export class KeyManager {
       });
       const versions = outcome.changed ? [outcome.version] : [];
       return {
-        key: { ...current.key, goneAt: computeGoneAt(mergeVersions(current.versions, versions), now) },
+        key: { ...current.key, goneAt: computeGoneAt(mergeVersions(current.versions, versions), now, current.others) },
         versions,
         result: outcome.version,
       };
@@ -276,14 +284,14 @@ export class KeyManager {
   }
 
   async setPrimary(keyId: string, versionId: number): Promise<KeyView> {
-    const { entry } = await this.mutate(keyId, (current, now) => {
+    const { view } = await this.mutate(keyId, { ids: [versionId] }, (current, now) => {
       const version = current.versions.find((v) => v.id === versionId);
       if (version === undefined) throw versionNotFound(keyId, versionId);
       const state = effectiveState(version, now);
       if (state !== "ENABLED") throw notEnabled(keyId, versionId, state);
       return { key: { ...current.key, primaryVersionId: versionId }, versions: [], result: undefined };
     });
-    return entry.view;
+    return view;
   }
 
   // The hot path: a cache hit returns synchronously and touches no disk. `metadataOnly`: for reads that need no
@@ -377,7 +385,7 @@ export class KeyManager {
     const now = this.clock.now();
     const keyIds = await this.store.keysWithDueDestruction(now, limit);
     for (const keyId of keyIds) {
-      await this.commit(keyId, now, (current) => {
+      await this.commit(keyId, now, "all", (current) => {
         const versions = current.versions
           .filter((v) => v.state === "DESTROYED_SCHEDULED" && v.destroyAt !== null && v.destroyAt <= now)
           .map((v) => ({ ...v, state: "DESTROYED" as const, wrappedMaterial: null }));
@@ -392,7 +400,7 @@ export class KeyManager {
     const now = this.clock.now();
     const keyIds = await this.store.keysWithDueRotation(now, limit);
     for (const keyId of keyIds) {
-      await this.commit(keyId, now, (current) => {
+      await this.commit(keyId, now, NO_VERSION, (current) => {
         const { key } = current;
         if (key.rotationPeriodMs === null || key.nextRotationAt === null || key.nextRotationAt > now || isGone(key, now)) {
           return { key, versions: [], result: undefined };

@@ -46,6 +46,30 @@ export interface KeyAggregate {
   versions: CryptoKeyVersionRecord[];
 }
 
+// What a mutation decides on (KmsStore.mutateKey): the key and the versions it selected, in id order, the primary
+// always among them; and a tally of the versions it did not select, which is all a change of one version needs of
+// the others (computeGoneAt). A change to a key of thousands of versions reads and rebuilds only what it changes.
+export interface KeyState extends KeyAggregate {
+  // Whether `versions` is every version of the key (then `others` counts none).
+  complete: boolean;
+  others: VersionTally;
+}
+
+// Of the versions not selected.
+export interface VersionTally {
+  count: number;
+  // ENABLED or DISABLED.
+  live: number;
+  destroyed: number;
+  // The latest destroyAt of those DESTROYED_SCHEDULED, or null when none is.
+  latestScheduled: number | null;
+}
+
+export const NO_VERSIONS: VersionTally = Object.freeze({ count: 0, live: 0, destroyed: 0, latestScheduled: null });
+
+// Which versions a mutation reads: every one, or those named (the primary is always read too).
+export type VersionSelection = "all" | { ids: readonly number[] };
+
 // A version whose destroyAt has passed is destroyed at once, even if the sweeper has not erased it yet.
 export function effectiveState(version: Pick<CryptoKeyVersionRecord, "state" | "destroyAt">, now: number): VersionState {
   if (version.state === "DESTROYED_SCHEDULED" && version.destroyAt !== null && version.destroyAt <= now) {
@@ -80,12 +104,13 @@ export function mergeVersions(current: CryptoKeyVersionRecord[], changed: Crypto
   return [...byId.values()].sort((a, b) => a.id - b.id);
 }
 
-// Recomputes goneAt after the versions changed.
-export function computeGoneAt(versions: CryptoKeyVersionRecord[], now: number): number | null {
-  let last = 0;
+// Recomputes goneAt after the versions changed: `versions` as they now are, `others` the rest of the key's versions.
+export function computeGoneAt(versions: CryptoKeyVersionRecord[], now: number, others: VersionTally = NO_VERSIONS): number | null {
+  if (others.live > 0) return null;
+  let last = Math.max(others.destroyed > 0 ? now : 0, others.latestScheduled ?? 0);
   for (const v of versions) {
     if (v.state === "ENABLED" || v.state === "DISABLED") return null;
     last = Math.max(last, v.state === "DESTROYED_SCHEDULED" ? (v.destroyAt ?? now) : now);
   }
-  return versions.length === 0 ? null : last;
+  return versions.length + others.count === 0 ? null : last;
 }

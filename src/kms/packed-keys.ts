@@ -144,6 +144,82 @@ export class PackedKeys {
     if ((this.count + 1) * 2 > this.buckets.length) this.growBuckets();
     const at = this.freeKeys.pop() ?? this.growKeys();
     const r = entry.record;
+    const i = at * INTS;
+    if (!this.ids.set(at, r.id)) this.refs[at * REFS + ID] = r.id;
+    this.setFields(at, r);
+    // Linked from the last, so that the list runs in id order.
+    let next = NONE;
+    for (let k = entry.versionList.length - 1; k >= 0; k--) {
+      const slot = this.freeVersions.pop() ?? this.growVersions();
+      this.setVersion(slot, entry.versionList[k]!);
+      this.vNext[slot] = next;
+      next = slot;
+    }
+    this.ints[i + FIRST_VERSION] = next;
+    this.ints[i + HASH] = this.hash(r.id);
+    this.index(at);
+    this.linkNewest(at);
+    this.count++;
+    this.totalWeight += weightOf(r.description, r.labels, entry.versionList.length);
+    return at;
+  }
+
+  // Changes the key at `at` in place to what `entry` holds of it: its record, and of its versions those in `changed`
+  // (changed, or new: a new version's id is above every id the key holds); the other versions stay as they are, or lose
+  // their material with `dropMaterial`. The key becomes the newest; handles to it stop working. `before`: the key as
+  // the mutation read it from the store. False, changing nothing, when the entry is not of that key (it missed a change
+  // another server made, not yet announced): the caller then removes it.
+  patch(at: number, entry: CachedKey, changed: ReadonlySet<number>, dropMaterial: boolean, before: Readonly<CryptoKeyRecord>): boolean {
+    const n = at * NUMBERS;
+    if (this.numbers[n + NEXT_VERSION_ID] !== before.nextVersionId || orNull(this.numbers[n + PRIMARY]!) !== before.primaryVersionId) return false;
+    const pending = new Map(entry.versionList.filter((v) => changed.has(v.id)).map((v) => [v.id, v]));
+    let last = NONE;
+    let lastId = 0;
+    for (let slot = this.ints[at * INTS + FIRST_VERSION]!; slot !== NONE; slot = this.vNext[slot]!) {
+      last = slot;
+      lastId = this.vNumbers[slot * V_NUMBERS]!;
+    }
+    for (const id of pending.keys()) if (!this.holds(at, id) && id <= lastId) return false;
+    const s = at * REFS;
+    let versions = 0;
+    for (let slot = this.ints[at * INTS + FIRST_VERSION]!; slot !== NONE; slot = this.vNext[slot]!) {
+      versions++;
+      const change = pending.get(this.vNumbers[slot * V_NUMBERS]!);
+      if (change !== undefined) {
+        this.setVersion(slot, change);
+        pending.delete(change.id);
+      } else if (dropMaterial) {
+        this.material.fill(0, slot * MATERIAL_BYTES, (slot + 1) * MATERIAL_BYTES);
+        this.vCodes[slot * V_CODES + 2] = 0;
+      }
+    }
+    this.totalWeight -= weightOf(this.refs[s + DESCRIPTION] as string, this.refs[s + LABELS] as string[], versions);
+    for (const v of [...pending.values()].sort((a, b) => a.id - b.id)) {
+      const slot = this.freeVersions.pop() ?? this.growVersions();
+      this.setVersion(slot, v);
+      this.vNext[slot] = NONE;
+      if (last === NONE) this.ints[at * INTS + FIRST_VERSION] = slot;
+      else this.vNext[last] = slot;
+      last = slot;
+      versions++;
+    }
+    this.setFields(at, entry.record);
+    this.totalWeight += weightOf(entry.record.description, entry.record.labels, versions);
+    this.ints[at * INTS + STAMP] = (this.ints[at * INTS + STAMP]! + 1) | 0;
+    this.unlink(at);
+    this.linkNewest(at);
+    return true;
+  }
+
+  private holds(at: number, versionId: number): boolean {
+    for (let slot = this.ints[at * INTS + FIRST_VERSION]!; slot !== NONE; slot = this.vNext[slot]!) {
+      if (this.vNumbers[slot * V_NUMBERS] === versionId) return true;
+    }
+    return false;
+  }
+
+  // Everything of a key's record but its id.
+  private setFields(at: number, r: Readonly<CryptoKeyRecord>): void {
     const n = at * NUMBERS;
     this.numbers[n + CREATED] = r.createdAt;
     this.numbers[n + GONE] = orNaN(r.goneAt);
@@ -151,54 +227,50 @@ export class PackedKeys {
     this.numbers[n + NEXT_ROTATION] = orNaN(r.nextRotationAt);
     this.numbers[n + PRIMARY] = orNaN(r.primaryVersionId);
     this.numbers[n + NEXT_VERSION_ID] = r.nextVersionId;
-    const i = at * INTS;
     this.defaultAlgorithms[at] = algorithms.indexOf(r.defaultAlgorithm);
     const s = at * REFS;
-    if (!this.ids.set(at, r.id)) this.refs[s + ID] = r.id;
-    if (!this.names.set(at, r.name)) this.refs[s + NAME] = r.name;
+    this.refs[s + NAME] = this.names.set(at, r.name) ? undefined : r.name;
     this.refs[s + DESCRIPTION] = r.description;
     this.refs[s + PARENT] = r.parentId;
     this.refs[s + OWNER] = r.owner;
     this.refs[s + LABELS] = r.labels;
     this.refs[s + RECORD] = undefined;
-    // Linked from the last, so that the list runs in id order.
-    let next = NONE;
-    for (let k = entry.versionList.length - 1; k >= 0; k--) {
-      const v = entry.versionList[k]!;
-      const slot = this.freeVersions.pop() ?? this.growVersions();
-      this.vNumbers[slot * V_NUMBERS] = v.id;
-      this.vNumbers[slot * V_NUMBERS + 1] = v.createdAt;
-      this.vNumbers[slot * V_NUMBERS + 2] = orNaN(v.destroyAt);
-      this.vNext[slot] = next;
-      this.vCodes[slot * V_CODES] = versionStates.indexOf(v.state);
-      this.vCodes[slot * V_CODES + 1] = algorithms.indexOf(v.algorithm);
-      const key = v.key;
-      this.vCodes[slot * V_CODES + 2] = key === null ? 0 : 1;
-      if (key !== null) this.material.set(key.material, slot * MATERIAL_BYTES);
-      next = slot;
-    }
-    this.ints[i + FIRST_VERSION] = next;
-    this.ints[i + HASH] = this.hash(r.id);
-    this.index(at);
-    this.ints[i + OLDER] = this.newestSlot;
-    this.ints[i + NEWER] = NONE;
+  }
+
+  // A version's fields and, when it serves, its material (else the slot's material is wiped).
+  private setVersion(slot: number, v: EntryVersion): void {
+    this.vNumbers[slot * V_NUMBERS] = v.id;
+    this.vNumbers[slot * V_NUMBERS + 1] = v.createdAt;
+    this.vNumbers[slot * V_NUMBERS + 2] = orNaN(v.destroyAt);
+    this.vCodes[slot * V_CODES] = versionStates.indexOf(v.state);
+    this.vCodes[slot * V_CODES + 1] = algorithms.indexOf(v.algorithm);
+    const key = v.key;
+    this.vCodes[slot * V_CODES + 2] = key === null ? 0 : 1;
+    this.material.fill(0, slot * MATERIAL_BYTES, (slot + 1) * MATERIAL_BYTES);
+    if (key !== null) this.material.set(key.material, slot * MATERIAL_BYTES);
+  }
+
+  private linkNewest(at: number): void {
+    this.ints[at * INTS + OLDER] = this.newestSlot;
+    this.ints[at * INTS + NEWER] = NONE;
     if (this.newestSlot === NONE) this.oldestSlot = at;
     else this.ints[this.newestSlot * INTS + NEWER] = at;
     this.newestSlot = at;
-    this.count++;
-    this.totalWeight += weightOf(r.description, r.labels, entry.versionList.length);
-    return at;
   }
 
-  // Frees a slot and its versions' slots, the material zeroed; handles to it stop working.
-  remove(at: number): void {
-    this.unindex(at);
+  private unlink(at: number): void {
     const older = this.ints[at * INTS + OLDER]!;
     const newer = this.ints[at * INTS + NEWER]!;
     if (older === NONE) this.oldestSlot = newer;
     else this.ints[older * INTS + NEWER] = newer;
     if (newer === NONE) this.newestSlot = older;
     else this.ints[newer * INTS + OLDER] = older;
+  }
+
+  // Frees a slot and its versions' slots, the material zeroed; handles to it stop working.
+  remove(at: number): void {
+    this.unindex(at);
+    this.unlink(at);
     this.count--;
     let versions = 0;
     for (let slot = this.ints[at * INTS + FIRST_VERSION]!; slot !== NONE; ) {
@@ -295,11 +367,11 @@ export class PackedKeys {
     return this.material.subarray(slot * MATERIAL_BYTES, slot * MATERIAL_BYTES + length);
   }
 
-  // Copies of the material of every version of the key at `at` that holds one, by version id.
-  materialById(at: number): Map<number, Buffer> {
+  // Copies of the material of the versions `wanted` of the key at `at` that hold one, by version id.
+  materialById(at: number, wanted: ReadonlySet<number>): Map<number, Buffer> {
     const out = new Map<number, Buffer>();
     for (let slot = this.ints[at * INTS + FIRST_VERSION]!; slot !== NONE; slot = this.vNext[slot]!) {
-      if (this.vCodes[slot * V_CODES + 2] !== 1) continue;
+      if (this.vCodes[slot * V_CODES + 2] !== 1 || !wanted.has(this.vNumbers[slot * V_NUMBERS]!)) continue;
       const length = keyLengthBytes[algorithms[this.vCodes[slot * V_CODES + 1]!]!];
       out.set(this.vNumbers[slot * V_NUMBERS]!, Buffer.from(this.materialOf(slot, length)));
     }

@@ -1,4 +1,4 @@
-import type { CryptoKeyRecord, CryptoKeyVersionRecord, KeyAggregate } from "../kms/model.js";
+import type { CryptoKeyRecord, CryptoKeyVersionRecord, KeyAggregate, KeyState, VersionSelection } from "../kms/model.js";
 
 // What a mutation of one key decides: the key row as it should be stored and the version rows that are new
 // or changed. `result` is handed back to the caller unchanged.
@@ -22,8 +22,15 @@ export interface KmsStore {
   // Keys of a namespace that are not gone at `now`, ordered by createdAt then id, with their primary version.
   listKeys(parentId: string, now: number, page: KeyPage): Promise<{ key: CryptoKeyRecord; primary: CryptoKeyVersionRecord | null }[]>;
   // Runs `decide` on the current state of the key inside one transaction and stores its outcome. Returns null
-  // when the key does not exist. `decide` may throw a domain error, which aborts the transaction.
-  mutateKey<T>(keyId: string, now: number, decide: (current: KeyAggregate) => KeyMutation<T>): Promise<{ aggregate: KeyAggregate; result: T } | null>;
+  // when the key does not exist. `decide` may throw a domain error, which aborts the transaction. It sees the
+  // versions `selection` names and the primary (KeyState), and a tally of the others; the aggregate returned holds
+  // those versions as the mutation left them, with any it added.
+  mutateKey<T>(
+    keyId: string,
+    now: number,
+    decide: (current: KeyState) => KeyMutation<T>,
+    selection?: VersionSelection,
+  ): Promise<{ aggregate: KeyAggregate; result: T } | null>;
   // Ids of keys with a version whose destroyAt is at or before `now` and not yet erased.
   keysWithDueDestruction(now: number, limit: number): Promise<string[]>;
   // Ids of keys not gone at `now` (those being destroyed included) whose nextRotationTime is at or before `now`.

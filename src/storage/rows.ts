@@ -3,7 +3,7 @@ import type { NodePoolChange, TaskCommand, TaskFailure, TaskRecord, TaskStatus }
 import type { AccessTokenRecord, ApiKeyRecord, GrantRecord, ServiceAccountRecord } from "../identity/identity-model.js";
 import { isRole } from "../identity/roles.js";
 import { formatScope, parseScope } from "../identity/scopes.js";
-import type { Algorithm, CryptoKeyRecord, CryptoKeyVersionRecord, VersionState } from "../kms/model.js";
+import type { Algorithm, CryptoKeyRecord, CryptoKeyVersionRecord, VersionState, VersionTally } from "../kms/model.js";
 import type { MasterKeyCheckRecord, WrappedMaterial } from "./kms-store.js";
 import type { PlacedNodes } from "./node-ledger.js";
 
@@ -67,6 +67,18 @@ export function versionFromRow(r: VersionRow): CryptoKeyVersionRecord {
     destroyAt: r.destroy_at,
     wrappedMaterial: r.wrapped_material,
   };
+}
+
+// The tally of a key's versions that a mutation did not select (VersionTally), as both stores' queries name it.
+export interface TallyRow {
+  count: number | string;
+  live: number | string;
+  destroyed: number | string;
+  latest: number | string | null;
+}
+
+export function tallyFromRow(r: TallyRow): VersionTally {
+  return { count: Number(r.count), live: Number(r.live), destroyed: Number(r.destroyed), latestScheduled: r.latest === null ? null : Number(r.latest) };
 }
 
 export function keyParams(k: CryptoKeyRecord): KeyRow {

@@ -313,6 +313,50 @@ describe("KeyCache: key reads after each mutation", () => {
     expect(get(key.id).primary?.state).toBe(CryptoKeyVersion_State.DESTROYED);
   });
 
+  // A change of one version is patched into the cached entry (KeyCache.apply); where a patch could not be right, the
+  // entry goes and is read whole when next needed.
+  it("patches the cached entry, or drops it when the key serves again or the entry missed another server's change", async () => {
+    const sealed = async (m: KeyManager, keyId: string, versionId: number) => m.encrypt(keyId, versionId, Buffer.from(`v${versionId}`), NO_AAD);
+    const opens = async (m: KeyManager, keyId: string, ciphertext: Uint8Array) => Buffer.from((await m.decrypt(keyId, ciphertext, NO_AAD)).plaintext).toString();
+    const cache = new KeyCache(master, 1000);
+    manager = new KeyManager(store, cache, master, clock, { destroyGraceMs: GRACE });
+    const { key } = await newKey();
+    await manager.createVersion(key.id, null);
+    await manager.setPrimary(key.id, 2);
+    const first = await sealed(manager, key.id, 1);
+    // Patched: answered from memory, as the store would answer.
+    await readsAfter(key.id);
+
+    // Serving again after DestroyCryptoKey: version 1 restored, enabled and made primary. Version 1 serves, and so
+    // would version 2 once enabled again: the entry, which held no material, is dropped and read again whole.
+    await manager.destroyKey(key.id);
+    await manager.transition(key.id, 1, "restore");
+    await manager.transition(key.id, 1, "enable");
+    expect(await reason(() => sealed(manager, key.id, 1))).toBe("CRYPTO_KEY_DESTRUCTION_SCHEDULED");
+    await readsAfter(key.id);
+    await manager.setPrimary(key.id, 1);
+    expect(manager.getKey(key.id)).toBeInstanceOf(Promise);
+    expect(await opens(manager, key.id, first)).toBe("v1");
+    await readsAfter(key.id);
+
+    // Not cached: nothing is installed, and the next read loads the key whole.
+    cache.evict(key.id);
+    await manager.transition(key.id, 2, "restore");
+    const loading = manager.getKey(key.id);
+    expect(loading).toBeInstanceOf(Promise);
+    await loading;
+    await readsAfter(key.id);
+
+    // Another server made version 3 and this one has not been told: its entry is not patched but dropped.
+    const other = managerWith(master);
+    await other.createVersion(key.id, null);
+    await manager.transition(key.id, 2, "enable");
+    expect(manager.getKey(key.id)).toBeInstanceOf(Promise);
+    const third = await sealed(other, key.id, 3);
+    expect(await opens(manager, key.id, third)).toBe("v3");
+    await readsAfter(key.id);
+  });
+
   it("follows another server's changes: an evicted entry is read again, a load an eviction overtook is not kept, a distrusted cache keeps nothing", async () => {
     const cache = new KeyCache(master, 1000);
     const here = new KeyManager(store, cache, master, clock, { destroyGraceMs: GRACE });

@@ -1,10 +1,10 @@
 import type pg from "pg";
 import { alreadyExists } from "../../errors/domain-error.js";
-import { mergeVersions } from "../../kms/model.js";
-import type { CryptoKeyRecord, KeyAggregate } from "../../kms/model.js";
+import { NO_VERSIONS, mergeVersions } from "../../kms/model.js";
+import type { CryptoKeyRecord, KeyAggregate, KeyState, VersionSelection } from "../../kms/model.js";
 import type { KeyMutation, KeyPage, KmsStore, MasterKeyCheckRecord, MasterKeyStore, WrappedMaterial } from "../kms-store.js";
-import { keyFromRow, keyParams, masterKeyCheckFromRow, masterKeyCheckParams, versionFromRow, versionParams, wrappedFromRow } from "../rows.js";
-import type { KeyRow, MasterKeyRow, VersionRow, WrappedRow } from "../rows.js";
+import { keyFromRow, keyParams, masterKeyCheckFromRow, masterKeyCheckParams, tallyFromRow, versionFromRow, versionParams, wrappedFromRow } from "../rows.js";
+import type { KeyRow, MasterKeyRow, TallyRow, VersionRow, WrappedRow } from "../rows.js";
 import { PageCheckpoints } from "../page-checkpoints.js";
 import { announce, changeOf, first, insert, lockKinds, lockName, noRowHas, rows, transaction } from "./sql.js";
 
@@ -85,11 +85,29 @@ export class PostgresKmsStore implements KmsStore, MasterKeyStore {
 
   // Locks the key's row, then reads its versions in a statement of its own: in READ COMMITTED a statement that waited
   // for the lock would not see the versions the transaction it waited for inserted, a later statement does.
-  private async lockAggregate(client: pg.PoolClient, keyId: string): Promise<KeyAggregate | null> {
+  // Selected versions (KmsStore.mutateKey) are read with the tally of the others in one statement.
+  private async lockState(client: pg.PoolClient, keyId: string, selection: VersionSelection): Promise<KeyState | null> {
     const row = await first<KeyRow>(client, "SELECT * FROM kms_keys WHERE id = $1 FOR UPDATE", [keyId]);
     if (row === null) return null;
-    const versions = (await rows<VersionRow>(client, "SELECT * FROM kms_versions WHERE key_id = $1 ORDER BY id", [keyId])).map(versionFromRow);
-    return { key: keyFromRow(row), versions };
+    const key = keyFromRow(row);
+    if (selection === "all") {
+      const versions = (await rows<VersionRow>(client, "SELECT * FROM kms_versions WHERE key_id = $1 ORDER BY id", [keyId])).map(versionFromRow);
+      return { key, versions, complete: true, others: NO_VERSIONS };
+    }
+    const ids = [...new Set(key.primaryVersionId === null ? selection.ids : [...selection.ids, key.primaryVersionId])];
+    const found = await rows<TallyRow & { [column in keyof VersionRow]: VersionRow[column] | null }>(
+      client,
+      `WITH others AS (
+         SELECT count(*) AS count, count(*) FILTER (WHERE state IN ('ENABLED', 'DISABLED')) AS live,
+           count(*) FILTER (WHERE state = 'DESTROYED') AS destroyed,
+           max(destroy_at) FILTER (WHERE state = 'DESTROYED_SCHEDULED') AS latest
+         FROM kms_versions WHERE key_id = $1 AND NOT (id = ANY($2::bigint[]))
+       )
+       SELECT o.*, v.* FROM others o LEFT JOIN kms_versions v ON v.key_id = $1 AND v.id = ANY($2::bigint[]) ORDER BY v.id`,
+      [keyId, ids],
+    );
+    const versions = found.flatMap((r) => (r.key_id === null ? [] : [versionFromRow(r as VersionRow)]));
+    return { key, versions, complete: false, others: tallyFromRow(found[0]!) };
   }
 
   private async upsertVersions(client: pg.PoolClient, aggregate: { versions: KeyAggregate["versions"] }): Promise<void> {
@@ -159,10 +177,10 @@ export class PostgresKmsStore implements KmsStore, MasterKeyStore {
     return found.slice(0, page.limit).map((r) => ({ key: keyFromRow(r), primary: r.p_key_id === null ? null : versionFromRow(unprefixed(r)) }));
   }
 
-  async mutateKey<T>(keyId: string, now: number, decide: (current: KeyAggregate) => KeyMutation<T>) {
+  async mutateKey<T>(keyId: string, now: number, decide: (current: KeyState) => KeyMutation<T>, selection: VersionSelection = "all") {
     if (noRowHas(keyId)) return null;
     const outcome = await transaction(this.pool, async (client) => {
-      const current = await this.lockAggregate(client, keyId);
+      const current = await this.lockState(client, keyId, selection);
       if (current === null) return null;
       const mutation = decide(current);
       if (mutation.key.name !== current.key.name) await this.assertNameFree(client, mutation.key, now);

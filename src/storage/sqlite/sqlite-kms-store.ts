@@ -1,13 +1,13 @@
 import type Database from "better-sqlite3";
 import { alreadyExists } from "../../errors/domain-error.js";
-import { mergeVersions } from "../../kms/model.js";
-import type { CryptoKeyRecord, KeyAggregate } from "../../kms/model.js";
+import { NO_VERSIONS, mergeVersions } from "../../kms/model.js";
+import type { CryptoKeyRecord, KeyAggregate, KeyState, VersionSelection } from "../../kms/model.js";
 import type { KeyMutation, KeyPage, KmsStore, MasterKeyCheckRecord, MasterKeyStore, WrappedMaterial } from "../kms-store.js";
 import { GroupCommit } from "./group-commit.js";
 import { PageCheckpoints } from "../page-checkpoints.js";
 import type { KeyPosition } from "../page-checkpoints.js";
-import { keyFromRow, keyParams, masterKeyCheckFromRow, masterKeyCheckParams, versionFromRow, versionParams, wrappedFromRow } from "../rows.js";
-import type { KeyRow, MasterKeyRow, VersionRow, WrappedRow } from "../rows.js";
+import { keyFromRow, keyParams, masterKeyCheckFromRow, masterKeyCheckParams, tallyFromRow, versionFromRow, versionParams, wrappedFromRow } from "../rows.js";
+import type { KeyRow, MasterKeyRow, TallyRow, VersionRow, WrappedRow } from "../rows.js";
 
 // Re-wrapping reads the materials in pages, since better-sqlite3 runs no write while a read is still iterating.
 const REWRAP_PAGE = 500;
@@ -52,6 +52,14 @@ export class SqliteKmsStore implements KmsStore, MasterKeyStore {
       getKey: db.prepare("SELECT * FROM kms_keys WHERE id = ?"),
       getVersions: db.prepare("SELECT * FROM kms_versions WHERE key_id = ? ORDER BY id"),
       getVersion: db.prepare("SELECT * FROM kms_versions WHERE key_id = ? AND id = ?"),
+      // The versions a mutation did not select (a JSON array of the selected ids), counted in SQLite: a pass over the
+      // key's rows without making an object of each.
+      tallyOthers: db.prepare(
+        `SELECT count(*) AS count, coalesce(sum(state IN ('ENABLED', 'DISABLED')), 0) AS live,
+           coalesce(sum(state = 'DESTROYED'), 0) AS destroyed,
+           max(CASE WHEN state = 'DESTROYED_SCHEDULED' THEN destroy_at END) AS latest
+         FROM kms_versions WHERE key_id = ? AND id NOT IN (SELECT value FROM json_each(?))`,
+      ),
       nameHolder: db.prepare(
         `SELECT id FROM kms_keys WHERE parent_id = ? AND name = ? AND id <> ? AND (gone_at IS NULL OR gone_at > ?) LIMIT 1`,
       ),
@@ -123,6 +131,24 @@ export class SqliteKmsStore implements KmsStore, MasterKeyStore {
     return { key: keyFromRow(row), versions };
   }
 
+  // The key with the versions selected and the primary, each by its primary key, and the tally of the others.
+  private readState(keyId: string, selection: VersionSelection): KeyState | null {
+    if (selection === "all") {
+      const aggregate = this.readAggregate(keyId);
+      return aggregate === null ? null : { ...aggregate, complete: true, others: NO_VERSIONS };
+    }
+    const row = this.stmt.getKey.get(keyId) as KeyRow | undefined;
+    if (row === undefined) return null;
+    const key = keyFromRow(row);
+    const ids = [...new Set(key.primaryVersionId === null ? selection.ids : [...selection.ids, key.primaryVersionId])].sort((a, b) => a - b);
+    const versions = ids.flatMap((id) => {
+      const version = this.stmt.getVersion.get(keyId, id) as VersionRow | undefined;
+      return version === undefined ? [] : [versionFromRow(version)];
+    });
+    const others = tallyFromRow(this.stmt.tallyOthers.get(keyId, JSON.stringify(versions.map((v) => v.id))) as TallyRow);
+    return { key, versions, complete: false, others };
+  }
+
   createKey(aggregate: KeyAggregate, now: number): Promise<void> {
     return this.group.run(() => {
       this.assertNameFree(aggregate.key, now);
@@ -189,9 +215,9 @@ export class SqliteKmsStore implements KmsStore, MasterKeyStore {
     return null;
   }
 
-  mutateKey<T>(keyId: string, now: number, decide: (current: KeyAggregate) => KeyMutation<T>) {
+  mutateKey<T>(keyId: string, now: number, decide: (current: KeyState) => KeyMutation<T>, selection: VersionSelection = "all") {
     return this.group.run(() => {
-      const current = this.readAggregate(keyId);
+      const current = this.readState(keyId, selection);
       if (current === null) return null;
       const mutation = decide(current);
       if (mutation.key.name !== current.key.name) this.assertNameFree(mutation.key, now);
