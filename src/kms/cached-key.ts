@@ -12,8 +12,9 @@ export interface KeyEntry {
   readonly goneAt: number | null;
   // GetCryptoKey, GetCryptoKeyVersion and ListCryptoKeyVersions answer from the entry.
   readonly view: KeyView;
-  // Every version, in id order (the order ListCryptoKeyVersions pages in).
-  readonly infos: VersionInfo[];
+  // The `limit` versions from `offset` on, in id order (the order ListCryptoKeyVersions pages in): a page made
+  // without making the others.
+  infosPage(offset: number, limit: number): VersionInfo[];
   version(versionId: number): EntryVersion | undefined;
 }
 
@@ -103,8 +104,8 @@ export class CachedKey implements KeyEntry {
     return { key: this.record, primary: primaryId === null ? null : (this.version(primaryId)?.info ?? null) };
   }
 
-  get infos(): VersionInfo[] {
-    return this.versionList.map((v) => v.info);
+  infosPage(offset: number, limit: number): VersionInfo[] {
+    return this.versionList.slice(offset, offset + limit).map((v) => v.info);
   }
 
   // Wipes the material build() unwrapped, once the cache has packed its copy (or declined to).

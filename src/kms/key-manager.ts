@@ -239,7 +239,7 @@ export class KeyManager {
   // In id order, as the store pages them.
   listVersions(keyId: string, page: KeyPage): readonly VersionInfo[] | Promise<readonly VersionInfo[]> {
     const entry = this.cached(keyId, true);
-    const slice = (e: KeyEntry) => e.infos.slice(page.offset, page.offset + page.limit);
+    const slice = (e: KeyEntry) => e.infosPage(page.offset, page.limit);
     return entry instanceof Promise ? entry.then(slice) : slice(entry);
   }
 

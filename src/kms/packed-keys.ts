@@ -483,10 +483,14 @@ class PackedEntry implements KeyEntry {
     return { key: keys.record(this.at, this.id), primary: primaryId === null ? null : (this.version(primaryId)?.info ?? null) };
   }
 
-  get infos(): VersionInfo[] {
+  infosPage(offset: number, limit: number): VersionInfo[] {
     const keys = this.current();
     const out: VersionInfo[] = [];
-    for (let slot = keys.firstVersion(this.at); slot !== NONE; slot = keys.nextVersion(slot)) out.push(keys.version(this, slot).info);
+    let skipped = 0;
+    for (let slot = keys.firstVersion(this.at); slot !== NONE && out.length < limit; slot = keys.nextVersion(slot)) {
+      if (skipped < offset) skipped++;
+      else out.push(keys.version(this, slot).info);
+    }
     return out;
   }
 }

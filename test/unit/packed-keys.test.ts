@@ -34,10 +34,10 @@ describe("packed cache entries", () => {
       materials.set(id, material);
       const states: VersionState[] = i % 3 === 0 ? ["DISABLED", "ENABLED"] : ["ENABLED"];
       const built = cache.build(aggregate(id, material, states, i % 2 === 0 ? ["team=a"] : []));
-      const expected = { view: built.view, infos: built.infos };
+      const expected = { view: built.view, infos: built.infosPage(0, 10), second: built.infosPage(1, 1) };
       cache.install(built);
       const hit = cache.get(id)!;
-      expect({ view: hit.view, infos: hit.infos }).toEqual(expected);
+      expect({ view: hit.view, infos: hit.infosPage(0, 10), second: hit.infosPage(1, 1) }).toEqual(expected);
       expect(hit.parentId).toBe("ns");
       expect(hit.goneAt).toBeNull();
     }
@@ -117,7 +117,7 @@ describe("packed cache entries", () => {
     const entry = cache.get("big")!;
     expect(entry.view.key).toMatchObject({ primaryVersionId: 2 ** 32 - 1, nextVersionId: 2 ** 32 });
     expect(entry.view.primary?.id).toBe(2 ** 32 - 1);
-    expect(entry.infos.map((v) => v.id)).toEqual([2 ** 31, 2 ** 32 - 1]);
+    expect(entry.infosPage(0, 10).map((v) => v.id)).toEqual([2 ** 31, 2 ** 32 - 1]);
     expect(entry.version(2 ** 31)?.key?.versionId).toBe(2 ** 31);
   });
 
