@@ -9,6 +9,7 @@ import type { AuditRecord, GrantRecord, ServiceAccountRecord } from "../../src/i
 import { parseScope } from "../../src/identity/scopes.js";
 import type { CryptoKeyRecord, CryptoKeyVersionRecord, KeyAggregate } from "../../src/kms/model.js";
 import { createLogger } from "../../src/logger.js";
+import { ClaimLostError } from "../../src/storage/node-ledger.js";
 import { openPostgresStorage } from "../../src/storage/postgres/postgres-storage.js";
 import { openSqliteStorage } from "../../src/storage/sqlite/sqlite-storage.js";
 import type { Storage } from "../../src/storage/storage.js";
@@ -614,25 +615,51 @@ describe.each(backends)("$name store", (backend) => {
   });
 
   describe("NodeLedger", () => {
+    // Ledger writes are made for a task its worker holds (TaskClaim).
+    const claim = { taskId: "t1", workerId: "w1" };
+    beforeEach(async () => {
+      await storage.compute.createNodePool(pool("p1"), task("t1", "p1"));
+      await storage.compute.heartbeat("w1", T, T - 5000);
+      expect((await storage.compute.claimTask("w1", T, T - 5000))!.id).toBe("t1");
+    });
+
     it("reserve within capacity, refused with what is free; setReady, settle, release and get", async () => {
       expect(await storage.ledger.get("p1")).toBeNull();
-      expect(await storage.ledger.reserve("cl-a", "p1", 3, 5)).toEqual({ ok: true });
-      expect(await storage.ledger.reserve("cl-a", "p2", 3, 5)).toEqual({ ok: false, free: 2 });
-      expect(await storage.ledger.reserve("cl-a", "p2", 2, 5)).toEqual({ ok: true });
+      expect(await storage.ledger.reserve(claim, "cl-a", "p1", 3, 5)).toEqual({ ok: true });
+      expect(await storage.ledger.reserve(claim, "cl-a", "p2", 3, 5)).toEqual({ ok: false, free: 2 });
+      expect(await storage.ledger.reserve(claim, "cl-a", "p2", 2, 5)).toEqual({ ok: true });
       // A reservation at or above what is asked is kept.
-      expect(await storage.ledger.reserve("cl-a", "p1", 1, 5)).toEqual({ ok: true });
-      await storage.ledger.setReady("p1", 2);
+      expect(await storage.ledger.reserve(claim, "cl-a", "p1", 1, 5)).toEqual({ ok: true });
+      await storage.ledger.setReady(claim, "p1", 2);
       expect(await storage.ledger.get("p1")).toEqual({ clusterId: "cl-a", nodePoolId: "p1", reserved: 3, ready: 2 });
-      await storage.ledger.settle("cl-a", "p1", 1);
+      await storage.ledger.settle(claim, "cl-a", "p1", 1);
       expect(await storage.ledger.get("p1")).toEqual({ clusterId: "cl-a", nodePoolId: "p1", reserved: 1, ready: 1 });
-      await storage.ledger.release("p1");
+      await storage.ledger.release(claim, "p1");
       expect(await storage.ledger.get("p1")).toBeNull();
-      expect(await storage.ledger.reserve("cl-a", "p3", 3, 5)).toEqual({ ok: true });
+      expect(await storage.ledger.reserve(claim, "cl-a", "p3", 3, 5)).toEqual({ ok: true });
     });
 
     it("concurrent reservations in one cluster never exceed its capacity", async () => {
-      const results = await Promise.all(Array.from({ length: 10 }, (_, i) => storage.ledger.reserve("cl-a", `p${i}`, 1, 4)));
+      const results = await Promise.all(Array.from({ length: 10 }, (_, i) => storage.ledger.reserve(claim, "cl-a", `p${i}`, 1, 4)));
       expect(results.filter((r) => r.ok).length).toBe(4);
+    });
+
+    // A worker silent past its lease kept writing after another took the task over, and recreated the nodes of a pool
+    // the other had deleted, holding their capacity for good (a probe, 2026-11-28).
+    it("changes nothing for a worker that no longer holds the task", async () => {
+      expect(await storage.ledger.reserve(claim, "cl-a", "p1", 2, 5)).toEqual({ ok: true });
+      await storage.compute.heartbeat("w2", T + 6000, T + 1000);
+      expect((await storage.compute.claimTask("w2", T + 6000, T + 1000))!.id).toBe("t1");
+      await storage.ledger.release({ taskId: "t1", workerId: "w2" }, "p1");
+      const lost = [
+        () => storage.ledger.reserve(claim, "cl-a", "p1", 3, 5),
+        () => storage.ledger.setReady(claim, "p1", 1),
+        () => storage.ledger.settle(claim, "cl-a", "p1", 3),
+        () => storage.ledger.release(claim, "p9"),
+        () => storage.ledger.reserve({ taskId: "no-such-task", workerId: "w2" }, "cl-a", "p1", 3, 5),
+      ];
+      for (const write of lost) await expect(write()).rejects.toBeInstanceOf(ClaimLostError);
+      expect(await storage.ledger.get("p1")).toBeNull();
     });
   });
 

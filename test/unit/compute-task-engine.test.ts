@@ -5,6 +5,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { NodePoolSpec } from "../../src/compute/node-pools/node-pool-model.js";
 import type { NodePoolProvider } from "../../src/compute/node-pools/provider.js";
+import type { TaskClaim } from "../../src/storage/node-ledger.js";
 import { SimulatedProvider } from "../../src/compute/node-pools/simulated-provider.js";
 import type { TaskRecord } from "../../src/compute/tasks/task-model.js";
 import { createLogger } from "../../src/logger.js";
@@ -19,7 +20,7 @@ class HeldProvider implements NodePoolProvider {
   private release = (): void => {};
   private readonly released = new Promise<void>((resolve) => (this.release = resolve));
 
-  async apply(spec: NodePoolSpec, signal: AbortSignal): Promise<void> {
+  async apply(spec: NodePoolSpec, _claim: TaskClaim, signal: AbortSignal): Promise<void> {
     this.calls.push(spec.nodePoolId);
     await new Promise<void>((resolve, reject) => {
       void this.released.then(resolve);
@@ -27,8 +28,8 @@ class HeldProvider implements NodePoolProvider {
     });
   }
 
-  remove(spec: NodePoolSpec, signal: AbortSignal): Promise<void> {
-    return this.apply(spec, signal);
+  remove(spec: NodePoolSpec, claim: TaskClaim, signal: AbortSignal): Promise<void> {
+    return this.apply(spec, claim, signal);
   }
 
   letGo(): void {
@@ -254,6 +255,29 @@ describe("node pool tasks", () => {
       await restarted.worker.stop();
     });
 
+    // A probe froze a server (SIGSTOP) past its lease on PostgreSQL: another took the task over, finished it and
+    // deleted the pool; the first woke, wrote its nodes back and held the cluster's capacity for good (2026-11-28).
+    it("a worker silent past its lease stops writing once another took its task over", async () => {
+      const stalled = open({ provider: (ledger) => new SimulatedProvider(ledger, testCatalog, { delayPerNodeMs: 250 }) });
+      stalled.worker.start();
+      const task = await create(stalled, "pool-1", 4);
+      await expect.poll(async () => (await stalled.ledger.get(task.nodePoolId))?.ready ?? 0).toBeGreaterThanOrEqual(1);
+      // Its heartbeat (written once, at start) is now past the lease: another worker resumes the task.
+      clock.advance(5001);
+      const other = open();
+      other.worker.start();
+      expect(await wait(other, task)).toMatchObject({ status: "SUCCEEDED", attempts: 2 });
+      const deleted = await other.manager.delete({ serviceInstanceId: "vdc-a", nodePoolId: task.nodePoolId, createdBy: "bob" });
+      expect(await wait(other, deleted)).toMatchObject({ status: "SUCCEEDED" });
+      expect(await other.ledger.get(task.nodePoolId)).toBeNull();
+      // The first worker's run would have brought its last nodes up by now (250 ms each), and settled the pool at 4.
+      await sleep(1200);
+      expect(await other.ledger.get(task.nodePoolId)).toBeNull();
+      expect(reservedIn(other.db, "cl-a1")).toBe(0);
+      await other.worker.stop();
+      await stalled.worker.stop();
+    });
+
     it("resumes at once after a clean stop, and the provider carries on from the nodes already up", async () => {
       const slow = open({ provider: (ledger) => new SimulatedProvider(ledger, testCatalog, { delayPerNodeMs: 30 }) });
       slow.worker.start();
@@ -280,13 +304,13 @@ describe("node pool tasks", () => {
     const counting = (ledger: ComputeStack["ledger"], db: ComputeStack["db"]): NodePoolProvider => {
       const simulated = new SimulatedProvider(ledger, testCatalog, { delayPerNodeMs: 0 });
       return {
-        async apply(spec, signal) {
+        async apply(spec, claim, signal) {
           runs.set(spec.nodePoolId, (runs.get(spec.nodePoolId) ?? 0) + 1);
           await sleep(Math.random() * 3);
-          await simulated.apply(spec, signal);
+          await simulated.apply(spec, claim, signal);
           peak = Math.max(peak, reservedIn(db, spec.clusterId));
         },
-        remove: (spec, signal) => simulated.remove(spec, signal),
+        remove: (spec, claim, signal) => simulated.remove(spec, claim, signal),
       };
     };
     const one = open({ provider: counting, worker: { concurrency: 8 } });

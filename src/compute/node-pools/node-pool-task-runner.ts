@@ -2,6 +2,7 @@ import type { Logger } from "pino";
 import { DomainError } from "../../errors/domain-error.js";
 import type { Clock } from "../../shared/clock.js";
 import type { ComputeStore, TaskFinish } from "../../storage/compute-store.js";
+import { ClaimLostError } from "../../storage/node-ledger.js";
 import type { TaskFailure, TaskRecord } from "../tasks/task-model.js";
 import type { NodePoolRecord, NodePoolSpec } from "./node-pool-model.js";
 import type { NodePoolProvider } from "./provider.js";
@@ -24,10 +25,15 @@ export class NodePoolTaskRunner {
       // The pool row goes only with the success of its delete task, recorded together with that task's end.
       if (pool === null) throw new Error(`node pool ${task.nodePoolId} of unfinished task ${task.id} is missing`);
       const spec = specOf(task, pool);
-      if (task.command === "DeleteNodePool") await this.provider.remove(spec, signal);
-      else await this.provider.apply(spec, signal);
+      const claim = { taskId: task.id, workerId };
+      if (task.command === "DeleteNodePool") await this.provider.remove(spec, claim, signal);
+      else await this.provider.apply(spec, claim, signal);
     } catch (err) {
       if (signal.aborted) return null;
+      if (err instanceof ClaimLostError) {
+        this.logger.warn({ taskId: task.id, nodePoolId: task.nodePoolId, workerId }, "another worker took over this node pool task (this one was silent past its lease); stopped running it here");
+        return null;
+      }
       if (err instanceof DomainError) {
         failure = { kind: "domain", error: err.detail };
       } else {

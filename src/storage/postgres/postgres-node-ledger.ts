@@ -1,5 +1,6 @@
 import type pg from "pg";
-import type { NodeLedger, PlacedNodes, Reservation } from "../node-ledger.js";
+import { ClaimLostError } from "../node-ledger.js";
+import type { NodeLedger, PlacedNodes, Reservation, TaskClaim } from "../node-ledger.js";
 import { placedFromRow, placedParams } from "../rows.js";
 import type { PlacedRow } from "../rows.js";
 import { first, insert, lockKinds, lockName, transaction } from "./sql.js";
@@ -27,8 +28,22 @@ export class PostgresNodeLedger implements NodeLedger {
     return this.read(this.pool, nodePoolId);
   }
 
-  async reserve(clusterId: string, nodePoolId: string, nodes: number, capacity: number): Promise<Reservation> {
-    return transaction(this.pool, async (client): Promise<Reservation> => {
+  // Runs `write` in one transaction with the check that the claim is still held (TaskClaim). The task's row is held
+  // FOR SHARE until the write commits, so a claim by another worker waits for it, and is seen by every write after.
+  private claimed<T>(claim: TaskClaim, write: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    return transaction(this.pool, async (client) => {
+      const held = await first<{ id: string }>(
+        client,
+        "SELECT id FROM compute_tasks WHERE id = $1 AND status = 'RUNNING' AND claimed_by = $2 FOR SHARE",
+        [claim.taskId, claim.workerId],
+      );
+      if (held === null) throw new ClaimLostError(claim);
+      return write(client);
+    });
+  }
+
+  async reserve(claim: TaskClaim, clusterId: string, nodePoolId: string, nodes: number, capacity: number): Promise<Reservation> {
+    return this.claimed(claim, async (client): Promise<Reservation> => {
       await lockName(client, lockKinds.clusterCapacity, clusterId);
       const current = await this.read(client, nodePoolId);
       if (current !== null && current.reserved >= nodes) return { ok: true };
@@ -43,15 +58,15 @@ export class PostgresNodeLedger implements NodeLedger {
     });
   }
 
-  async setReady(nodePoolId: string, ready: number): Promise<void> {
-    await this.pool.query("UPDATE compute_simulated_nodes SET ready = $1 WHERE node_pool_id = $2", [ready, nodePoolId]);
+  async setReady(claim: TaskClaim, nodePoolId: string, ready: number): Promise<void> {
+    await this.claimed(claim, (client) => client.query("UPDATE compute_simulated_nodes SET ready = $1 WHERE node_pool_id = $2", [ready, nodePoolId]));
   }
 
-  async settle(clusterId: string, nodePoolId: string, nodes: number): Promise<void> {
-    await this.upsert(this.pool, { nodePoolId, clusterId, reserved: nodes, ready: nodes });
+  async settle(claim: TaskClaim, clusterId: string, nodePoolId: string, nodes: number): Promise<void> {
+    await this.claimed(claim, (client) => this.upsert(client, { nodePoolId, clusterId, reserved: nodes, ready: nodes }));
   }
 
-  async release(nodePoolId: string): Promise<void> {
-    await this.pool.query("DELETE FROM compute_simulated_nodes WHERE node_pool_id = $1", [nodePoolId]);
+  async release(claim: TaskClaim, nodePoolId: string): Promise<void> {
+    await this.claimed(claim, (client) => client.query("DELETE FROM compute_simulated_nodes WHERE node_pool_id = $1", [nodePoolId]));
   }
 }

@@ -1,5 +1,6 @@
 import type Database from "better-sqlite3";
-import type { NodeLedger, PlacedNodes, Reservation } from "../node-ledger.js";
+import { ClaimLostError } from "../node-ledger.js";
+import type { NodeLedger, PlacedNodes, Reservation, TaskClaim } from "../node-ledger.js";
 import { placedFromRow, placedParams } from "../rows.js";
 import type { PlacedRow } from "../rows.js";
 
@@ -20,7 +21,18 @@ export class SqliteNodeLedger implements NodeLedger {
       ),
       setReady: db.prepare("UPDATE compute_simulated_nodes SET ready = ? WHERE node_pool_id = ?"),
       release: db.prepare("DELETE FROM compute_simulated_nodes WHERE node_pool_id = ?"),
+      claimHeld: db.prepare("SELECT 1 FROM compute_tasks WHERE id = ? AND status = 'RUNNING' AND claimed_by = ?"),
     };
+  }
+
+  // Runs `write` in one transaction with the check that the claim is still held (TaskClaim).
+  private claimed<T>(claim: TaskClaim, write: () => T): T {
+    return this.db
+      .transaction((): T => {
+        if (this.stmt.claimHeld.get(claim.taskId, claim.workerId) === undefined) throw new ClaimLostError(claim);
+        return write();
+      })
+      .immediate();
   }
 
   private read(nodePoolId: string): PlacedNodes | null {
@@ -32,28 +44,26 @@ export class SqliteNodeLedger implements NodeLedger {
     return this.read(nodePoolId);
   }
 
-  async reserve(clusterId: string, nodePoolId: string, nodes: number, capacity: number): Promise<Reservation> {
-    return this.db
-      .transaction((): Reservation => {
-        const current = this.read(nodePoolId);
-        if (current !== null && current.reserved >= nodes) return { ok: true };
-        const others = this.stmt.reservedByOthers.pluck().get(clusterId, nodePoolId) as number;
-        if (others + nodes > capacity) return { ok: false, free: Math.max(0, capacity - others) };
-        this.stmt.upsert.run(placedParams({ nodePoolId, clusterId, reserved: nodes, ready: current?.ready ?? 0 }));
-        return { ok: true };
-      })
-      .immediate();
+  async reserve(claim: TaskClaim, clusterId: string, nodePoolId: string, nodes: number, capacity: number): Promise<Reservation> {
+    return this.claimed(claim, (): Reservation => {
+      const current = this.read(nodePoolId);
+      if (current !== null && current.reserved >= nodes) return { ok: true };
+      const others = this.stmt.reservedByOthers.pluck().get(clusterId, nodePoolId) as number;
+      if (others + nodes > capacity) return { ok: false, free: Math.max(0, capacity - others) };
+      this.stmt.upsert.run(placedParams({ nodePoolId, clusterId, reserved: nodes, ready: current?.ready ?? 0 }));
+      return { ok: true };
+    });
   }
 
-  async setReady(nodePoolId: string, ready: number): Promise<void> {
-    this.stmt.setReady.run(ready, nodePoolId);
+  async setReady(claim: TaskClaim, nodePoolId: string, ready: number): Promise<void> {
+    this.claimed(claim, () => this.stmt.setReady.run(ready, nodePoolId));
   }
 
-  async settle(clusterId: string, nodePoolId: string, nodes: number): Promise<void> {
-    this.stmt.upsert.run(placedParams({ nodePoolId, clusterId, reserved: nodes, ready: nodes }));
+  async settle(claim: TaskClaim, clusterId: string, nodePoolId: string, nodes: number): Promise<void> {
+    this.claimed(claim, () => this.stmt.upsert.run(placedParams({ nodePoolId, clusterId, reserved: nodes, ready: nodes })));
   }
 
-  async release(nodePoolId: string): Promise<void> {
-    this.stmt.release.run(nodePoolId);
+  async release(claim: TaskClaim, nodePoolId: string): Promise<void> {
+    this.claimed(claim, () => this.stmt.release.run(nodePoolId));
   }
 }
