@@ -107,8 +107,12 @@ describe("node pool tasks", () => {
         violations: [{ subject: "clusters/cl-a1", description: "node capacity 10, 3 free, 4 requested" }],
       },
     });
-    expect(await stack.manager.get("vdc-a", failed.nodePoolId)).toMatchObject({ state: "ERROR", activeTaskId: null });
+    // It has no nodes, and says so: a rename needs none (it asked for the 4 and failed again until 2026-11-28).
+    expect(await stack.manager.get("vdc-a", failed.nodePoolId)).toMatchObject({ state: "ERROR", count: 0, activeTaskId: null });
     expect(await stack.ledger.get(failed.nodePoolId)).toBeNull();
+    const renamed = await wait(stack, await update(stack, failed.nodePoolId, "renamed", undefined));
+    expect(renamed).toMatchObject({ status: "SUCCEEDED", result: { name: "renamed", state: "RUNNING", count: 0 } });
+    expect(reservedIn(stack.db, "cl-a1")).toBe(7);
 
     const fixed = await wait(stack, await update(stack, failed.nodePoolId, "", 3));
     expect(fixed).toMatchObject({ status: "SUCCEEDED", result: { state: "RUNNING", count: 3 } });

@@ -65,9 +65,13 @@ function finish(task: TaskRecord, pool: NodePoolRecord | null, failure: TaskFail
     return { task: { ...task, status: "FAILED", modifiedAt: now, failure: failure ?? { kind: "internal" } }, pool: null };
   }
   if (failure !== null) {
+    // A pool whose create failed has no nodes (the provider refuses before it places any: no room, flavor unavailable),
+    // and its count, the seed's "number of nodes in the pool", says so. It said the count asked for, and a later
+    // rename or shrink asked the provider for those nodes and failed for the same reason (a probe, 2026-11-28).
+    const count = task.command === "CreateNodePool" ? 0 : pool.count;
     return {
       task: { ...task, status: "FAILED", modifiedAt: now, failure },
-      pool: { ...pool, ...released, state: task.change.stateIfFailed },
+      pool: { ...pool, ...released, count, state: task.change.stateIfFailed },
     };
   }
   if (task.command === "DeleteNodePool") return { task: { ...task, status: "SUCCEEDED", modifiedAt: now }, pool: null };
