@@ -164,6 +164,12 @@ export function invalidTimeout(domain: ErrorDomain, header: TimeoutHeader): Doma
   return protocolError(domain, Code.InvalidArgument, `${header} ${timeoutForms[header]}`);
 }
 
+// An empty Host header on a call whose answer holds links: HTTP/1.1 allows the empty value, but it leaves the request's
+// URI with no host, which RFC 9110 (section 4.2.1) says a recipient MUST reject as invalid.
+export function emptyHost(domain: ErrorDomain): DomainError {
+  return protocolError(domain, Code.InvalidArgument, "the Host header is empty: the links of this answer need the host the request was sent to (RFC 9110, section 4.2.1)");
+}
+
 // Another rule of the protocol (an unknown compression, a unary call without its one message, a header that is
 // not valid): `code` is the one the protocol gives it, `message` says what was wrong and never quotes the request.
 export function protocolError(domain: ErrorDomain, code: Code, message: string): DomainError {

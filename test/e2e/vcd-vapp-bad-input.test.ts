@@ -275,6 +275,33 @@ describe("a request Node's parser refuses before the adapter runs", () => {
     expect(res.text).toBe(errorXml(400, "BAD_REQUEST", "the Host header must be a host name or address, with an optional port (RFC 9110, section 7.2)", "PROTOCOL_ERROR"));
   });
 
+  // HTTP/1.1 allows an empty Host, but the links of every answer here are made with it: they were "https:///api/...",
+  // a URI RFC 9110 (4.2.1) says must be rejected (a probe, 2026-11-28). The REST surface's template links alike.
+  it("an empty Host is 400 where answers hold links, and nothing is made", async () => {
+    const emptyHost = "the Host header is empty: the links of this answer need the host the request was sent to (RFC 9110, section 4.2.1)";
+    const heads = [
+      `POST /api/vdc/${MOSCOW}/action/instantiateVAppTemplate HTTP/1.1\r\nconnection: close\r\nhost: \r\naccept: ${ACCEPT_38}\r\nauthorization: Bearer ${server.token}\r\ncontent-type: application/vnd.vmware.vcloud.instantiateVAppTemplateParams+xml\r\ncontent-length: ${Buffer.byteLength(good())}\r\n\r\n${good()}`,
+      `GET /api/query?type=vAppTemplate HTTP/1.1\r\nconnection: close\r\nhost:\r\naccept: ${ACCEPT_38}\r\nauthorization: Bearer ${server.token}\r\n\r\n`,
+      `POST /api/sessions HTTP/1.1\r\nconnection: close\r\nhost: \r\naccept: ${ACCEPT_38}\r\nauthorization: Basic ${Buffer.from("x:y").toString("base64")}\r\ncontent-length: 0\r\n\r\n`,
+    ];
+    for (const head of heads) {
+      const res = await unchanged(async () => {
+        const raw = await rawRequest(server.port, head);
+        return { status: raw.status, headers: new Headers(raw.headers), text: raw.body, doc: {} };
+      });
+      expect(res.status).toBe(400);
+      expect(res.headers.get("content-type")).toBe("application/vnd.vmware.vcloud.error+xml;version=38.0");
+      expect(res.text).toBe(errorXml(400, "BAD_REQUEST", emptyHost, "PROTOCOL_ERROR"));
+    }
+    const rest = await rawRequest(server.port, `GET /vapp/v1/vappTemplates HTTP/1.1\r\nconnection: close\r\nhost: \r\nauthorization: Bearer ${server.token}\r\n\r\n`);
+    expect(rest.status).toBe(400);
+    expect(JSON.parse(rest.body)).toMatchObject({ code: 3, message: emptyHost });
+    // A Host that names the server is served as before.
+    const served = await rawRequest(server.port, `GET /api/query?type=vAppTemplate HTTP/1.1\r\nconnection: close\r\nhost: a.test\r\naccept: ${ACCEPT_38}\r\nauthorization: Bearer ${server.token}\r\n\r\n`);
+    expect(served.status).toBe(200);
+    expect(served.body).toContain('href="https://a.test/api/query?');
+  });
+
   it("a head Node cannot parse on /api/ is 400 as an Error document, PROTOCOL_ERROR", async () => {
     const res = await rawRequest(server.port, `POST /api/vdc/${MOSCOW}/action/instantiateVAppTemplate HTTP/1.1\r\nhost: a\r\nno colon here\r\n\r\n`);
     expect(res.status).toBe(400);

@@ -1,13 +1,17 @@
 import type { VAppService } from "../../../gen/compute/vapp/v1/vapp_pb.js";
+import { emptyHost } from "../../errors/protocol-errors.js";
 import type { Call } from "../../pipeline/call.js";
 import type { ServiceHandlers } from "../../pipeline/handlers.js";
 import type { VAppManager } from "./vapp-manager.js";
 import { templateToProto, vappTaskToProto, vappToProto } from "./vapp-to-proto.js";
 
 // The host the caller sent the request to (Host, or :authority over HTTP/2; every adapter's headers answer both
-// names): template hrefs are made with it, and a Source href must name it.
+// names): template hrefs are made with it, and a Source href must name it. An empty Host is refused (emptyHost): every
+// href was written "https:///api/..." (a probe, 2026-11-28).
 function siteOf(call: Call): string {
-  return call.headers.get("host") ?? call.headers.get(":authority") ?? "localhost";
+  const site = call.headers.get("host") ?? call.headers.get(":authority") ?? "localhost";
+  if (site === "") throw emptyHost("compute");
+  return site;
 }
 
 // The transport side of vApps: unpacks requests for the VAppManager and packs its records into messages. The

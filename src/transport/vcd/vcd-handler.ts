@@ -6,6 +6,7 @@ import type { ServiceAuthResponse } from "../../../gen/compute/auth/v2/auth_pb.j
 import { AuthService } from "../../../gen/compute/auth/v2/auth_pb.js";
 import { GetVAppRequestSchema, GetVAppTaskRequestSchema, VAppService } from "../../../gen/compute/vapp/v1/vapp_pb.js";
 import type { ListVAppTemplatesResponse, VApp, VAppTask } from "../../../gen/compute/vapp/v1/vapp_pb.js";
+import { emptyHost } from "../../errors/protocol-errors.js";
 import { Call, requestIdOf } from "../../pipeline/call.js";
 import type { MethodEntry, MethodTable } from "../../pipeline/method-table.js";
 import { NodeHeaders } from "../header-source.js";
@@ -160,6 +161,8 @@ export function createVcdHandler(settings: VcdSettings): (req: NodeRequest, res:
     if (version === null) {
       return refusal(null, 406, `send Accept: application/*;version=<v> with a supported version: ${settings.supportedVersions.join(", ")}`, "PROTOCOL_ERROR");
     }
+    // Every answer here holds links made with the host (siteOf): "https:///api/..." for an empty Host.
+    if (requestAuthority(req.headers) === "") return errorAnswer(version, emptyHost("compute"), "compute", requestId, null);
     // HEAD is served as the GET of its path (RFC 9110 9.3.2: a general-purpose server MUST support it), the same
     // call of the same method; the answer then goes without its body.
     const only = (allowed: "GET" | "POST", then: () => Promise<Answer>): Promise<Answer> => {
