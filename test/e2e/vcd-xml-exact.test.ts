@@ -136,6 +136,35 @@ describe("elements of text", () => {
     await refused(params({}).replace("</InstantiateVAppTemplateParams>", "<IsSourceDelete><no/>false</IsSourceDelete></InstantiateVAppTemplateParams>"), "BAD_REQUEST", "IsSourceDelete takes text only; it holds the element no", "XML_INVALID");
   });
 
+  // Each of these was stored as a vApp (a probe, 2026-11-28): fast-xml-parser reads them; saxes, strict, refuses them.
+  it("what XML 1.0 and its namespaces make a fatal error is 400, nothing stored", async () => {
+    const declared = (decl: string, name = "decl") => params({ name }).replace('<?xml version="1.0" encoding="UTF-8"?>', decl);
+    const cases: [string, string][] = [
+      [params({ name: "wf<x" }), "disallowed character (line 2, column 133)"],
+      [params({ name: "cdata-end", description: "a]]>b" }), 'the string "]]>" is disallowed in char data (line 2, column 189)'],
+      [params({ name: "comment", description: "<!-- a -- b -->" }), "malformed comment (line 2, column 193)"],
+      [declared('<?xml version="1.0" standalone="maybe"?>'), 'standalone value must match "yes" or "no" (line 1, column 38)'],
+      [declared('<?xml version="abc"?>'), "version number must match /^1\\.[0-9]+$/ (line 1, column 19)"],
+      [params({ name: "pi", description: "<?xml x?>" }), "an XML declaration must be at the start of the document (line 2, column 184)"],
+      [params({ name: "empty-prefix" }).replace(' name="', ' xmlns:o="" name="'), "invalid attempt to undefine prefix in XML 1.0 (line 2, column 134)"],
+      [params({ name: "xml-prefix" }).replace(' name="', ' xmlns:xml="urn:bad" name="'), "xml prefix must be bound to http://www.w3.org/XML/1998/namespace (line 2, column 143)"],
+      [params({ name: "twice" }).replace(' name="', ' xmlns:a="urn:x" xmlns:b="urn:x" a:f="1" b:f="2" name="'), "duplicate attribute: {urn:x}f (line 2, column 216)"],
+    ];
+    for (const [body, problem] of cases) await refused(body, "BAD_REQUEST", `the body is not well-formed XML: ${problem}`, "XML_INVALID");
+    // Read as UTF-8, a body that declares another encoding would not be the text it says it is.
+    await refused(
+      declared('<?xml version="1.0" encoding="ISO-8859-1"?>'),
+      "BAD_REQUEST",
+      "the body declares the encoding ISO-8859-1; this API reads UTF-8 only: send the document in UTF-8, declared so or not at all",
+      "XML_INVALID",
+    );
+    const fine = ['<?xml version="1.0" encoding="utf-8"?>', '<?xml version="1.0"?>', '<?xml version="1.1" standalone="yes"?>', ""];
+    for (const [i, decl] of fine.entries()) {
+      const res = await instantiate(server.url, server.token, MOSCOW, declared(decl, `declared-${i}`));
+      expect(res.status, decl).toBe(201);
+    }
+  });
+
   it("a comment inside the text is left out and CDATA is read as text, as XML has them", async () => {
     const res = await instantiate(server.url, server.token, MOSCOW, params({ name: "cdata", description: "a<!-- c -->b <![CDATA[<x> & y]]>" }));
     expect(res.status, res.text).toBe(201);

@@ -1,4 +1,5 @@
 import { XMLParser, XMLValidator } from "fast-xml-parser";
+import { SaxesParser } from "saxes";
 import { XmlRefusal } from "./xml-refusal.js";
 import { codePointName, isXmlChar, strictReferences } from "./xml-references.js";
 
@@ -6,7 +7,10 @@ import { codePointName, isXmlChar, strictReferences } from "./xml-references.js"
 // No DTD is ever read: the library would read a DOCTYPE's entity declarations, so a body that holds the markup of
 // one (`<!DOCTYPE`, `<!ENTITY`) is refused before parsing. Only XML's five predefined entities and character
 // references are expanded; any other entity, or a reference to a character XML 1.0 forbids, is refused
-// (`xml-references.ts`), as is such a character written as it is.
+// (`xml-references.ts`), as is such a character written as it is. What fast-xml-parser reads leniently besides (a raw
+// `<` in an attribute value, `]]>` in text, `--` in a comment, an XML declaration that is not one, a prefix bound to
+// nothing or `xml` bound elsewhere, two attributes of one expanded name), XML 1.0 and its namespaces make fatal, and
+// saxes, a strict parser, finds (wellFormed).
 
 export interface XmlElement {
   // Namespace URI; "" for none.
@@ -59,9 +63,29 @@ export function readXml(body: string): XmlElement {
     // The library's own limits (nesting, entity expansion) and whatever its validator let through.
     throw new XmlRefusal(`the body could not be read as XML: ${err instanceof Error ? err.message : String(err)}`);
   }
+  wellFormed(body);
   const roots = nodes.filter((n) => elementName(n) !== null);
   if (roots.length !== 1) throw new XmlRefusal("the body must hold exactly one root element");
   return toElement(roots[0]!, new Map([["xml", "http://www.w3.org/XML/1998/namespace"]]), 1);
+}
+
+// Refuses what XML 1.0 and Namespaces in XML make a fatal error, and an encoding declared other than UTF-8 (the body
+// was read as UTF-8: another declaration would say its text is not what was read). Run after fast-xml-parser has read
+// the body, so that the refusals of the checks above, which name what to write instead, come first. Until 2026-11-28
+// each of these was stored as a vApp (a probe).
+function wellFormed(body: string): void {
+  const parser = new SaxesParser({ xmlns: true, position: true });
+  let problem: string | null = null;
+  parser.on("error", (err) => {
+    problem ??= `the body is not well-formed XML: ${err.message.replace(/^(\d+):(\d+): (.*?)\.?$/, "$3 (line $1, column $2)")}`;
+  });
+  parser.on("xmldecl", (decl) => {
+    if (decl.encoding !== undefined && decl.encoding.toUpperCase() !== "UTF-8") {
+      problem ??= `the body declares the encoding ${decl.encoding.slice(0, 40)}; this API reads UTF-8 only: send the document in UTF-8, declared so or not at all`;
+    }
+  });
+  parser.write(body).close();
+  if (problem !== null) throw new XmlRefusal(problem);
 }
 
 // A character outside XML 1.0's Char production (a C0 control other than tab, line feed and carriage return, U+FFFE,
