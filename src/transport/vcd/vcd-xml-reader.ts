@@ -63,15 +63,16 @@ export function readXml(body: string): XmlElement {
     // The library's own limits (nesting, entity expansion) and whatever its validator let through.
     throw new XmlRefusal(`the body could not be read as XML: ${err instanceof Error ? err.message : String(err)}`);
   }
-  wellFormed(body);
   const roots = nodes.filter((n) => elementName(n) !== null);
   if (roots.length !== 1) throw new XmlRefusal("the body must hold exactly one root element");
-  return toElement(roots[0]!, new Map([["xml", "http://www.w3.org/XML/1998/namespace"]]), 1);
+  const root = toElement(roots[0]!, new Map([["xml", "http://www.w3.org/XML/1998/namespace"]]), 1);
+  wellFormed(body);
+  return root;
 }
 
 // Refuses what XML 1.0 and Namespaces in XML make a fatal error, and an encoding declared other than UTF-8 (the body
-// was read as UTF-8: another declaration would say its text is not what was read). Run after fast-xml-parser has read
-// the body, so that the refusals of the checks above, which name what to write instead, come first. Until 2026-11-28
+// was read as UTF-8: another declaration would say its text is not what was read). Run once fast-xml-parser has read
+// the body into elements, so that the refusals of the checks above, which name what to write instead, come first. Until 2026-11-28
 // each of these was stored as a vApp (a probe).
 function wellFormed(body: string): void {
   const parser = new SaxesParser({ xmlns: true, position: true });
