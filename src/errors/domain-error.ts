@@ -74,7 +74,7 @@ export function invalidArgument(
 // hold any character: every unprintable one (a NUL, an ANSI escape, a bidi override) is written as \uXXXX, as in
 // an INVALID_ARGUMENT (caller-text.ts), so that none reaches a log or a terminal raw. The cut only bounds a
 // message built around a huge id. ResourceInfo keeps the name exact: it is for programs, which match it.
-const MAX_MESSAGE_CHARS = 1024;
+export const MAX_MESSAGE_CHARS = 1024;
 
 export function notFound(domain: ErrorDomain, reason: Reason, resource: ResourceRef, message: string): DomainError {
   return new DomainError({ code: "not_found", reason, domain, message: printable(message, MAX_MESSAGE_CHARS), resource });

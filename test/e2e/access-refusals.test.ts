@@ -169,6 +169,21 @@ describe("on a running server", () => {
       expect(wholeStore(server.dataDir)).toEqual(before);
     });
 
+    // The scope a caller names is repeated before anything bounds it: a parentId of a million characters made a 403 of
+    // 2.3 MB, grpc-js got RST_STREAM instead of the status, and an ESC reached the answer raw (a probe, 2026-11-28).
+    it("repeats a long or unprintable scope in PERMISSION_DENIED cut and escaped", async () => {
+      // A GET's query carries what a head of 16 KiB holds (REST); a body carries more.
+      const parentId = `x\u001b[31m${"n".repeat(protocol === "rest" ? 12_000 : 200_000)}`;
+      const listed = await wireCall(server.url, protocol, kms.listCryptoKeys, { parentId }, a.auth);
+      const shown = `kms-namespace:x\\u001b[31m${"n".repeat(1024 - "kms-namespace:x\u001b[31m".length)}...`;
+      const message = `principal ${a.id} lacks permission kms.cryptoKeys.list on kms-namespace:x\\u001b[31m${"n".repeat(1024 - `principal ${a.id} lacks permission kms.cryptoKeys.list on kms-namespace:x\u001b[31m`.length)}...`;
+      expect(status(listed)).toEqual(
+        refusal(protocol, 7, message, [
+          { "@type": "google.rpc.ErrorInfo", reason: "PERMISSION_DENIED", domain: "kms", metadata: { permission: "kms.cryptoKeys.list", scope: shown } },
+        ]),
+      );
+    });
+
     it("lets an encrypter encrypt but refuses its DestroyCryptoKey (and Decrypt) with PERMISSION_DENIED", async () => {
       const encrypted = await wireCall(server.url, protocol, kms.encrypt, encryptA(), encrypter.auth);
       expect(encrypted.code).toBe(0);

@@ -172,6 +172,12 @@ describe("an instantiation refused", () => {
     const foreign = await unchanged(() => instantiate(server.url, spbEditor.token, MOSCOW, good()));
     expect(foreign.status).toBe(403);
     expect(foreign.text).toBe(errorXml(403, "ACCESS_TO_RESOURCE_IS_FORBIDDEN", `principal ${spbEditor.id} lacks permission compute.vapps.create on service-instance:${MOSCOW}`, "PERMISSION_DENIED"));
+    // A vDC id with an ESC or a NUL in it was repeated raw, and the Error document was not XML (a probe, 2026-11-28).
+    for (const [vdc, shown] of [["x%1By", "x\\u001by"], ["x%00y", "x\\u0000y"]]) {
+      const odd = await unchanged(() => instantiate(server.url, spbEditor.token, vdc!, good()));
+      expect(odd.status).toBe(403);
+      expect(odd.text).toBe(errorXml(403, "ACCESS_TO_RESOURCE_IS_FORBIDDEN", `principal ${spbEditor.id} lacks permission compute.vapps.create on service-instance:${shown}`, "PERMISSION_DENIED"));
+    }
   });
 
   it("with a name taken in the vDC: 409 DUPLICATE_NAME", async () => {

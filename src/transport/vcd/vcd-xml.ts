@@ -4,9 +4,28 @@ import { XMLBuilder } from "fast-xml-parser";
 // string concatenation): attribute values are escaped by the library.
 export const VCLOUD_NS = "http://www.vmware.com/vcloud/v1.5";
 
+// A character XML 1.0 does not allow in a document (a control but tab and line ends, a lone surrogate, U+FFFE and
+// U+FFFF), which the builder writes as it is, markup escaped: one in a value made the whole answer unreadable to
+// the caller's XML parser (a raw ESC or NUL of a caller's scope id in a 403's message: a probe, 2026-11-28). Each is
+// written as \uXXXX instead, as the error messages write the unprintable characters they repeat.
+const NOT_XML_CHAR = /[^\t\n\r\u0020-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/gu;
+
+function xmlChars(_name: string, value: unknown): unknown {
+  if (typeof value !== "string") return value;
+  return value.replace(NOT_XML_CHAR, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`);
+}
+
 // suppressBooleanAttributes off: the library would write an attribute whose value is "true" as a bare name, which is
 // not XML.
-const builder = new XMLBuilder({ ignoreAttributes: false, attributeNamePrefix: "@_", suppressEmptyNode: true, suppressBooleanAttributes: false, format: false });
+const builder = new XMLBuilder({
+  ignoreAttributes: false,
+  attributeNamePrefix: "@_",
+  suppressEmptyNode: true,
+  suppressBooleanAttributes: false,
+  format: false,
+  attributeValueProcessor: xmlChars,
+  tagValueProcessor: xmlChars,
+});
 
 const declaration = '<?xml version="1.0" encoding="UTF-8"?>\n';
 
