@@ -4,8 +4,11 @@
 
 export const MAX_QUOTED_CHARS = 64;
 
-// Unicode's "Other" categories: control, format (bidi overrides, zero width), lone surrogate, private use, unassigned.
-const UNPRINTABLE = /\p{C}/gu;
+// Unicode's "Other" categories: control, format (bidi overrides, zero width), lone surrogate, private use, unassigned;
+// and the line and paragraph separators U+2028 and U+2029, which Python's splitlines, JavaScript's regular
+// expressions and many editors take for line ends: raw, one showed a forged line in the audit output (a probe,
+// 2026-11-28).
+const UNPRINTABLE = /[\p{C}\p{Zl}\p{Zp}]/gu;
 
 // \uXXXX per UTF-16 unit, as JSON.stringify writes control characters.
 function escapeUnprintable(text: string): string {

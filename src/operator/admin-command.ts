@@ -220,7 +220,7 @@ export async function runAdminCommand(argv: string[], ctx: AdminContext): Promis
 // One record a line, its fields apart by tabs. Callers chose much of a record's text (the scope is the namespace they
 // named, as sent; records stored before ids were percent-encoded hold a resource's ids as sent too), so every
 // unprintable character of every field (Unicode category C: controls, tab and newline included, bidi overrides,
-// zero widths) is written as \uXXXX: raw, an ESC sequence would drive the operator's terminal and a tab or a
+// zero widths; and U+2028 and U+2029) is written as \uXXXX: raw, an ESC sequence would drive the operator's terminal and a tab or a
 // newline would forge fields and whole records. Nothing is cut; --json gives every text exactly.
 function auditLine(r: AuditRecord): string {
   return [iso(r.at), r.principal, r.method, r.protocol, r.scope || "-", r.resource, `code=${r.code}`, `request=${r.requestId}`]
