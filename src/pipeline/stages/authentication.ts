@@ -19,7 +19,19 @@ export function authenticationStage(authenticator: Authenticator): Stage {
       }
     }
     call.principal = principal;
-    return next(call);
+    return recheckLongRunning(call, next(call));
+  }
+
+  // A call that waits by design (WaitTask: up to a minute) outlived a revocation, which holds for every new call
+  // within a second: a token revoked while it waited still got the finished task, its result included (a probe,
+  // 2026-11-28). Its answer is held to the credentials as they are once it is ready: checked again then (a cached
+  // lookup), and refused UNAUTHENTICATED if they were revoked or expired meanwhile.
+  function recheckLongRunning(call: Call, outcome: Outcome): Outcome {
+    if (!call.entry.policy.longRunning || !(outcome instanceof Promise)) return outcome;
+    return outcome.then(async (answer) => {
+      await authenticator.authenticate(call.credentials, call, call.entry.policy.domain);
+      return answer;
+    });
   }
 
   return (call, next) => {
