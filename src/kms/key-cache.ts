@@ -184,8 +184,15 @@ export class KeyCache {
   // that it costs what it changes, not what the key holds. The entry goes instead when the key serves again after a
   // pending destruction (every ENABLED version then serves, and the entry holds no material), and when it is not of
   // the key the mutation read (another server changed the key, and the store has not announced it yet).
-  apply(change: CacheChange): KeyView {
+  // `install` false: the store cannot vouch that this is the key's latest state (KmsStore.commitsInOrder); the key's
+  // entry is evicted, and a read in flight is not installed either.
+  apply(change: CacheChange, install: boolean): KeyView {
     const { entry } = change;
+    if (!install) {
+      this.evict(entry.id);
+      entry.release();
+      return entry.view;
+    }
     if (change.whole) return this.install(entry).view;
     this.commits++;
     const at = this.packed.find(entry.id);

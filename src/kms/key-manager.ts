@@ -141,7 +141,7 @@ export class KeyManager {
       selection,
     );
     if (outcome === null) return null;
-    const view = this.cache.apply(outcome.result.change);
+    const view = this.cache.apply(outcome.result.change, this.store.commitsInOrder);
     return { view, result: outcome.result.result };
   }
 

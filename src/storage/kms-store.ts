@@ -17,6 +17,13 @@ export interface KeyPage {
 // key's row), and enforce name uniqueness among live keys of a namespace (throwing the ALREADY_EXISTS domain
 // error), because only the store can see every other key at the moment of the write.
 export interface KmsStore {
+  // Whether the mutations of a key finish (their promises resolve) in the order they were committed, and no other
+  // process writes keys: then the state a mutation committed may be installed in the key cache once it returns
+  // (SQLite: one server, writes one after another). Otherwise (PostgreSQL: a pool of connections, other servers) two
+  // commits of one key can return out of order, and the older state, installed last, outlived the notices that were
+  // to evict it: a disabled version went on serving for minutes (a probe, 2026-11-28). The key manager then evicts
+  // the key instead, and the next call reads it from the store.
+  readonly commitsInOrder: boolean;
   createKey(aggregate: KeyAggregate, now: number): Promise<void>;
   getKey(keyId: string): Promise<KeyAggregate | null>;
   // Keys of a namespace that are not gone at `now`, ordered by createdAt then id, with their primary version.

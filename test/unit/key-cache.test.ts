@@ -11,7 +11,8 @@ import type { Call } from "../../src/pipeline/call.js";
 import { KeyManager } from "../../src/kms/key-manager.js";
 import { rewrapMasterKey } from "../../src/kms/master-key-rewrap.js";
 import { MasterKey } from "../../src/kms/master-key.js";
-import type { KeyAggregate } from "../../src/kms/model.js";
+import type { KeyAggregate, KeyState, VersionSelection } from "../../src/kms/model.js";
+import type { KeyMutation } from "../../src/storage/kms-store.js";
 import { openDatabase } from "../../src/storage/sqlite/database.js";
 import { SqliteKmsStore } from "../../src/storage/sqlite/sqlite-kms-store.js";
 import { FakeClock } from "../support/fake-clock.js";
@@ -355,6 +356,40 @@ describe("KeyCache: key reads after each mutation", () => {
     const third = await sealed(other, key.id, 3);
     expect(await opens(manager, key.id, third)).toBe("v3");
     await readsAfter(key.id);
+  });
+
+  // On PostgreSQL two commits of one key can return out of order: the older state, installed last, outlived the notices
+  // that were to evict it, and a disabled version went on serving for minutes (a probe, 2026-11-28).
+  it("on a store whose commits can return out of order, evicts what a mutation changed instead of installing it", async () => {
+    class OutOfOrder extends SqliteKmsStore {
+      override readonly commitsInOrder = false;
+      held: Promise<void> | null = null;
+      override async mutateKey<T>(keyId: string, now: number, decide: (current: KeyState) => KeyMutation<T>, selection?: VersionSelection) {
+        const hold = this.held;
+        const outcome = await super.mutateKey(keyId, now, decide, selection);
+        if (hold !== null) await hold;
+        return outcome;
+      }
+    }
+    const shared = new OutOfOrder(openDatabase(dir.path));
+    const cache = new KeyCache(master, 1000);
+    const here = new KeyManager(shared, cache, master, clock, { destroyGraceMs: GRACE });
+    const { key } = await here.createKey({ parentId: "ns", name: "race", description: "", labels: [], rotationPeriodMs: null, defaultAlgorithm: "AES_256", owner: "alice" });
+    await here.createVersion(key.id, null);
+    await here.transition(key.id, 2, "disable");
+    // Enable is committed first but returns last; the disable after it returns at once.
+    let release!: () => void;
+    shared.held = new Promise((resolve) => (release = resolve));
+    const enabling = here.transition(key.id, 2, "enable");
+    await new Promise((resolve) => setImmediate(resolve));
+    shared.held = null;
+    await here.transition(key.id, 2, "disable");
+    release();
+    await enabling;
+    expect(await reason(() => here.encrypt(key.id, 2, Buffer.from("x"), NO_AAD))).toBe("CRYPTO_KEY_VERSION_NOT_ENABLED");
+    // Read from the store by that call, and cached as the store has it.
+    expect(cache.get(key.id)?.version(2)?.state).toBe("DISABLED");
+    await shared.close();
   });
 
   it("follows another server's changes: an evicted entry is read again, a load an eviction overtook is not kept, a distrusted cache keeps nothing", async () => {

@@ -47,6 +47,8 @@ const UPSERT_VERSION_SUFFIX = `ON CONFLICT (key_id, id) DO UPDATE SET state = ex
 const GET_KEY = `SELECT k.*, ${PREFIXED_VERSION_COLUMNS} FROM kms_keys k LEFT JOIN kms_versions v ON v.key_id = k.id WHERE k.id = $1 ORDER BY v.id`;
 
 export class PostgresKmsStore implements KmsStore, MasterKeyStore {
+  // Transactions on a pool of connections return in any order, and other servers write too.
+  readonly commitsInOrder = false;
   // ListCryptoKeys' page positions (page-checkpoints.ts), kept only while the change feed is live: then every other
   // server's write that moves them is heard of within the feed's bound (docs/storage.md, "Deep pages").
   private readonly checkpoints = new PageCheckpoints();

@@ -27,6 +27,9 @@ function positionBefore(key: [number, string], bucket: [number, string, number])
 const SCRUB_WAIT_MS = 100;
 
 export class SqliteKmsStore implements KmsStore, MasterKeyStore {
+  // Group commits run one after another and resolve in order (group-commit.ts), and the data directory's lock keeps
+  // every other server out.
+  readonly commitsInOrder: boolean = true;
   private readonly stmt;
   private readonly group: GroupCommit;
   private readonly checkpoints = new PageCheckpoints();
