@@ -37,7 +37,10 @@ export function createCryptoHandlers(manager: KeyManager): CryptoHandlers {
       if (req.keyId === "" || req.keyId.length > MAX_ID_CHARS || req.ciphertext.length === 0 || req.additionalAuthenticatedData.length > MAX_DATA_BYTES) {
         const v = new Violations();
         checkKeyId(v, "keyId", req.keyId);
-        checkData(v, "ciphertext", req.ciphertext, true);
+        // Required, and no size of its own: a ciphertext of the largest plaintext is longer than the data limit (65,569
+        // bytes for 64 KiB), and one that is longer still is as invalid as a tampered one (CIPHERTEXT_INVALID). It was
+        // checked as data, so a valid one of the largest plaintext was named too long beside any other violation.
+        if (req.ciphertext.length === 0) v.add("ciphertext", "is required and must not be empty");
         checkData(v, "additionalAuthenticatedData", req.additionalAuthenticatedData, false);
         v.throwIfAny();
       }

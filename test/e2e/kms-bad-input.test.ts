@@ -193,6 +193,13 @@ const cases: Case[] = [
     call: ({ kms, fx }) => kms.encrypt({ keyId: fx.keyId, keyVersionId: 1, plaintext: canaryBytes(100), aad: canaryBytes(KIB64 + 1) }),
     code: 3, http: 400, reason: "REQUEST_INVALID", field: "additionalAuthenticatedData",
   },
+  {
+    // A ciphertext of the largest plaintext is 65,569 bytes: it was named too long beside the missing key id (a
+    // probe, 2026-11-28). Only what is wrong is named.
+    name: "Decrypt without keyId, with a ciphertext as long as one of 64 KiB",
+    call: ({ kms }) => kms.decrypt({ keyId: "", ciphertext: canaryBytes(KIB64 + 33) }),
+    code: 3, http: 400, reason: "REQUEST_INVALID", field: "keyId",
+  },
   // --- ciphertexts that do not open: one answer for all ---
   {
     name: "truncated ciphertext",
