@@ -1,7 +1,7 @@
 import http from "node:http";
-import http2 from "node:http2";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { adminAuth } from "../support/credentials.js";
+import { http2Request } from "../support/raw-http2.js";
 import { startServer } from "../support/server.js";
 import type { TestServer } from "../support/server.js";
 import { tempDir } from "../support/temp-dir.js";
@@ -29,22 +29,10 @@ function h1(server: TestServer, method: string, path: string, headers: Record<st
   });
 }
 
-function h2(server: TestServer, method: string, path: string): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const session = http2.connect(server.url);
-    const stream = session.request({ ":method": method, ":path": path, ...adminAuth(server.url) });
-    let headers: http2.IncomingHttpHeaders = {};
-    const chunks: Buffer[] = [];
-    stream.on("response", (h) => (headers = h));
-    stream.on("data", (c: Buffer) => chunks.push(c));
-    stream.on("end", () => {
-      session.close();
-      const { ":status": status, ...rest } = headers;
-      resolve({ status: Number(status), headers: rest, body: Buffer.concat(chunks) });
-    });
-    stream.on("error", reject);
-    stream.end();
-  });
+async function h2(server: TestServer, method: string, path: string): Promise<Answer> {
+  const answer = await http2Request(server.url, { ":method": method, ":path": path, ...adminAuth(server.url) });
+  const { ":status": _status, ...headers } = answer.headers;
+  return { status: answer.status, headers, body: Buffer.from(answer.body) };
 }
 
 // What differs between two answers by nature.
