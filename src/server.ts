@@ -68,7 +68,7 @@ import { createVcdHandler } from "./transport/vcd/vcd-handler.js";
 import { isVcdPath } from "./transport/vcd/vcd-paths.js";
 import { RouteTable } from "./transport/rest/route-table.js";
 import { http2HeadRefusal, refuseRequestTarget } from "./transport/rest/request-target.js";
-import { MAX_HEAD_BYTES, MAX_HEAD_FIELDS } from "./transport/http2-head-size.js";
+import { ANNOUNCED_HEADER_LIST_BYTES, MAX_HEAD_FIELDS } from "./transport/http2-head-size.js";
 import { answerParserRefusal } from "./transport/rest/parser-refusals.js";
 import type { ParserError } from "./transport/rest/parser-refusals.js";
 
@@ -386,10 +386,9 @@ async function assemble(config: Config, logger: Logger, options: BuildOptions, c
     unsentOutput.watchSession(session);
     countPeerResets(session);
   };
-  // The head size HTTP/1.1 takes is announced as SETTINGS_MAX_HEADER_LIST_SIZE (RFC 9113 6.5.2, which counts 32 bytes
-  // more per field than the check does, so that a client within it is never refused); Node reads enough fields for
-  // the size to decide (http2-head-size.ts).
-  const h2Settings = { initialWindowSize: H2_STREAM_WINDOW, maxConcurrentStreams: config.http2MaxStreams, maxHeaderListSize: MAX_HEAD_BYTES };
+  // Heads over MAX_HEAD_BYTES reach the request listener, which refuses them with 431 on every stream alike; Node
+  // reads enough fields for the size to decide (http2-head-size.ts).
+  const h2Settings = { initialWindowSize: H2_STREAM_WINDOW, maxConcurrentStreams: config.http2MaxStreams, maxHeaderListSize: ANNOUNCED_HEADER_LIST_BYTES };
   const h2Options = { settings: h2Settings, maxHeaderListPairs: MAX_HEAD_FIELDS };
 
   let server: net.Server;

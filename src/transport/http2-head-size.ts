@@ -10,6 +10,13 @@ export const MAX_HEAD_BYTES = maxHeaderSize;
 // line and Host, so that the same request measures (within a few bytes) the same over both.
 const LINE_BYTES = 4;
 
+// What SETTINGS_MAX_HEADER_LIST_SIZE announces, and what nghttp2 then enforces by resetting the stream: Node's own
+// default, which nghttp2 applies until the client acknowledges the SETTINGS. Announcing MAX_HEAD_BYTES itself made
+// the answer to one head depend on its stream: a 17 KB head got the 431 below on a session's first stream but
+// RST_STREAM(ENHANCE_YOUR_CALM), with no word of why, on every later one (a property test, 2026-11-28). The
+// announcement is advisory (RFC 9113 10.5.1), and 431 is the refusal it names for a head the server will not take.
+export const ANNOUNCED_HEADER_LIST_BYTES = 65535;
+
 // Fields Node's HTTP/2 server reads before resetting the stream (maxHeaderListPairs): more than a head within
 // MAX_HEAD_BYTES can hold (a field takes at least a one-byte name and its line), so that the size decides, as over
 // HTTP/1.1.

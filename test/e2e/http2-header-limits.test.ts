@@ -5,7 +5,7 @@ import { afterAll, beforeAll, expect, test } from "vitest";
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { frame } from "../support/raw-grpc.js";
 import { rawRequest } from "../support/raw-http1.js";
-import { http2Request } from "../support/raw-http2.js";
+import { http2Request, http2RequestOn } from "../support/raw-http2.js";
 import { startServer } from "../support/server.js";
 import type { TestServer } from "../support/server.js";
 
@@ -39,11 +39,31 @@ const tooLarge = (domain: string): unknown => ({
   details: ["type.googleapis.com/google.rpc.ErrorInfo", "type.googleapis.com/google.rpc.QuotaFailure"],
 });
 
-test("the SETTINGS announce HTTP/1.1's head size as the header list size", async () => {
+test("the SETTINGS announce the header list size nghttp2 enforces before they are acknowledged", async () => {
   const session = http2.connect(server.url);
   const settings = await new Promise<http2.Settings>((resolve) => session.once("remoteSettings", resolve));
   session.close();
-  expect(settings.maxHeaderListSize).toBe(16384);
+  expect(settings.maxHeaderListSize).toBe(65535);
+});
+
+// Announcing 16384 made nghttp2 reset every stream after the first whose head was over it (ENHANCE_YOUR_CALM), once
+// the client had acknowledged the SETTINGS; only the first got the 431.
+test("a 17 KB head gets the same 431 on every stream of a session, before and after the SETTINGS are acknowledged", async () => {
+  const session = http2.connect(server.url);
+  try {
+    const headers = { ":method": "GET", ":path": "/v1/keys/k", "x-padding": "p".repeat(17_000) };
+    const answers = [await http2RequestOn(session, headers)];
+    await new Promise<void>((resolve) => (session.pendingSettingsAck ? session.once("localSettings", () => resolve()) : resolve()));
+    await new Promise((resolve) => session.ping(resolve));
+    for (let i = 0; i < 3; i++) answers.push(await http2RequestOn(session, headers));
+    for (const answer of answers) {
+      expect(answer.rstCode).toBe(0);
+      expect(answer.status).toBe(431);
+      expect(refusal(answer.body)).toEqual(tooLarge("kms"));
+    }
+  } finally {
+    session.close();
+  }
 });
 
 test("a 20 KB header is refused 431 REQUEST_HEAD_TOO_LARGE over HTTP/2 as over HTTP/1.1, in the route's domain", async () => {

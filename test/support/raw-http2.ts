@@ -10,16 +10,21 @@ export interface Http2Answer {
 }
 
 export function http2Request(url: string, headers: http2.OutgoingHttpHeaders, body?: Buffer): Promise<Http2Answer> {
+  const session = http2.connect(url);
+  return http2RequestOn(session, headers, body).finally(() => session.close());
+}
+
+// One request on a session the caller holds (and closes).
+export function http2RequestOn(session: http2.ClientHttp2Session, headers: http2.OutgoingHttpHeaders, body?: Buffer): Promise<Http2Answer> {
   return new Promise((resolve, reject) => {
-    const session = http2.connect(url);
-    session.on("error", reject);
+    session.once("error", reject);
     const req = session.request(headers);
     let answer: http2.IncomingHttpHeaders = {};
     const chunks: Buffer[] = [];
     req.on("response", (h) => (answer = h));
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("close", () => {
-      session.close();
+      session.off("error", reject);
       resolve({ status: Number(answer[":status"]), headers: answer, body: Buffer.concat(chunks).toString(), rstCode: req.rstCode ?? 0 });
     });
     // A reset stream ends with "close" too, which resolves with its code.
