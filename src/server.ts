@@ -17,7 +17,7 @@ import { KeyCache } from "./kms/key-cache.js";
 import { KeyManager } from "./kms/key-manager.js";
 import { cryptoEncoders } from "./kms/crypto-encoders.js";
 import { createKmsService } from "./kms/kms-service.js";
-import { loadMasterKey } from "./kms/master-key-source.js";
+import { loadMasterKey, refuseOtherMasterKey } from "./kms/master-key-source.js";
 import { Sweeper } from "./kms/sweeper.js";
 import { CallTallies } from "./metrics/call-tally.js";
 import { createMetricsRegistry } from "./metrics/metrics-registry.js";
@@ -108,7 +108,7 @@ export async function build(config: Config, logger: Logger, options: BuildOption
   // Read before the store is opened: a catalog the server cannot use stops the start before anything is written to
   // the data directory (a probe found a new master key and database made by a start that then failed on it).
   const catalog = loadCatalog(config.catalogFile);
-  const storage = await openStorage(config, logger, "server");
+  const storage = await openStorage(config, logger, "server", (reader) => refuseOtherMasterKey(config, reader));
   try {
     return await assemble(config, logger, options, clock, storage, catalog);
   } catch (err) {

@@ -37,7 +37,7 @@ export function sqliteStore(dataDir: string): ScaleStore {
     name: "sqlite",
     env: { DATABASE_URL: "" },
     async insert(rows) {
-      const db = openDatabase(dataDir);
+      const db = openDatabase(dataDir, "upgrade");
       // Only the growth runs without fsyncs: the server reopens the file with its own durable settings.
       db.pragma("synchronous = OFF");
       try {

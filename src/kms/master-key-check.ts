@@ -29,7 +29,7 @@ export type MasterKeyVerdict =
   | { kind: "nothing-to-check" };
 
 // Reads only; never throws for a wrong key.
-export async function judgeMasterKey(key: MasterKey, store: MasterKeyStore): Promise<MasterKeyVerdict> {
+export async function judgeMasterKey(key: MasterKey, store: Pick<MasterKeyStore, "readMasterKeyCheck" | "anyWrappedMaterial">): Promise<MasterKeyVerdict> {
   const recorded = await store.readMasterKeyCheck();
   if (recorded !== null) {
     if (recorded.scheme !== CHECK_SCHEME) throw new Error(`the stored master key check value has an unknown scheme "${recorded.scheme}"`);

@@ -2,10 +2,11 @@ import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import type { MasterKeyStore } from "../storage/kms-store.js";
+import type { MasterKeyReader } from "../storage/storage.js";
 import { createFileAtomically, removeDurably, renameDurably } from "../shared/durable-file.js";
 import { restrictToOwner } from "../shared/private-file.js";
 import { readSettingFile } from "../shared/setting-file.js";
-import { isRefusal, judgeMasterKey, masterKeyCheck, requireMatchingMasterKey } from "./master-key-check.js";
+import { MasterKeyMismatchError, isRefusal, judgeMasterKey, masterKeyCheck, mismatchMessage, requireMatchingMasterKey } from "./master-key-check.js";
 import { MasterKey } from "./master-key.js";
 
 // Where the master key comes from, and the start-up rules that keep it bound to the data (docs/master-key-check.md):
@@ -63,10 +64,8 @@ export const masterKeyFileText = (material: Uint8Array): string => Buffer.from(m
 // The master key as configured, with the data directory's own file settled first. Does not check it against the
 // store: loadMasterKey and the re-wrap command do.
 export async function resolveMasterKey(opts: MasterKeySettings, store: MasterKeyStore, notices: MasterKeyNotices): Promise<ResolvedMasterKey> {
-  if (opts.masterKey !== "") return { key: new MasterKey(decodeMasterKey(opts.masterKey, "MASTER_KEY")), origin: "MASTER_KEY", ownFile: null };
-  if (opts.masterKeyFile !== "") {
-    return { key: new MasterKey(readMasterKeyMaterial(opts.masterKeyFile, "--master-key-file (MASTER_KEY_FILE)")), origin: opts.masterKeyFile, ownFile: null };
-  }
+  const named = namedMasterKey(opts);
+  if (named !== null) return named;
   const path = masterKeyPath(opts.dataDir);
   await settleStagedKey(opts.dataDir, store, notices);
   if (!existsSync(path)) {
@@ -89,6 +88,32 @@ export async function resolveMasterKey(opts: MasterKeySettings, store: MasterKey
     restrictToOwner(path);
   }
   return { key: new MasterKey(readMasterKeyMaterial(path)), origin: path, ownFile: path };
+}
+
+// The key MASTER_KEY or MASTER_KEY_FILE gives, if either is set.
+function namedMasterKey(opts: MasterKeySettings): ResolvedMasterKey | null {
+  if (opts.masterKey !== "") return { key: new MasterKey(decodeMasterKey(opts.masterKey, "MASTER_KEY")), origin: "MASTER_KEY", ownFile: null };
+  if (opts.masterKeyFile !== "") {
+    return { key: new MasterKey(readMasterKeyMaterial(opts.masterKeyFile, "--master-key-file (MASTER_KEY_FILE)")), origin: opts.masterKeyFile, ownFile: null };
+  }
+  return null;
+}
+
+// Before the store is upgraded (src/storage/schema-version.ts): a key the store's check value or one of its
+// materials proves wrong is refused while nothing has been changed, so that the refusal's "nothing was changed"
+// holds for a store an older build wrote too (a probe found every pending migration applied before it, 2026-11-28).
+// Only a key that can be read without settling anything is judged here; the data directory's own file next to a
+// staged master.key.new (an interrupted re-wrap), or missing, is left to loadMasterKey, after the upgrade.
+export async function refuseOtherMasterKey(opts: MasterKeySettings, reader: MasterKeyReader): Promise<void> {
+  const own = masterKeyPath(opts.dataDir);
+  const configured =
+    namedMasterKey(opts) ??
+    (existsSync(own) && !existsSync(stagedMasterKeyPath(opts.dataDir)) ? { key: new MasterKey(readMasterKeyMaterial(own)), origin: own } : null);
+  if (configured === null) return;
+  const verdict = await judgeMasterKey(configured.key, reader);
+  if (isRefusal(verdict)) {
+    throw new MasterKeyMismatchError(mismatchMessage({ origin: configured.origin, dataDir: opts.dataDir, database: (opts.databaseUrl ?? "") !== "" }, configured.key, verdict));
+  }
 }
 
 // A re-wrap interrupted between staging master.key.new and renaming it over master.key leaves both files. The check

@@ -111,6 +111,11 @@ export function versionParams(v: CryptoKeyVersionRecord): VersionRow {
   };
 }
 
+// The reads that judge a master key (src/kms/master-key-check.ts). Both stores run them on every schema from the
+// first migration on, since a server judges the configured key before it upgrades a store (schema-version.ts).
+export const MASTER_KEY_CHECK_SQL = "SELECT scheme, key_id, check_value FROM kms_master_key WHERE id = 1";
+export const ANY_WRAPPED_MATERIAL_SQL = "SELECT key_id, id, wrapped_material FROM kms_versions WHERE wrapped_material IS NOT NULL LIMIT 1";
+
 export interface MasterKeyRow {
   scheme: string;
   key_id: string;

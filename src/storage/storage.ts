@@ -11,6 +11,13 @@ import type { VAppStore } from "./vapp-store.js";
 // (cloudplane-admin), which works beside the running server.
 export type StorageOpener = "server" | "operator command";
 
+// What can be read of the master key's binding before a store is upgraded, on any of its schemas.
+export type MasterKeyReader = Pick<MasterKeyStore, "readMasterKeyCheck" | "anyWrappedMaterial">;
+
+// Run by a server before it upgrades the store (it refuses a wrong master key there, so that a refusal changes
+// nothing); a throw stops the opening.
+export type BeforeMigrations = (reader: MasterKeyReader) => Promise<void>;
+
 export interface ChangeListener {
   // A key or one of its versions changed: its cached entry must go.
   keyChanged(keyId: string): void;

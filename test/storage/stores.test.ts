@@ -56,7 +56,7 @@ const backends: Backend[] = [
     name: "sqlite",
     async open() {
       let dir = tempDir();
-      let storage = openSqliteStorage(dir.path, logger);
+      let storage = await openSqliteStorage(dir.path, logger);
       return {
         get storage() {
           return storage;
@@ -66,7 +66,7 @@ const backends: Backend[] = [
           await storage.close();
           dir.remove();
           dir = tempDir();
-          storage = openSqliteStorage(dir.path, logger);
+          storage = await openSqliteStorage(dir.path, logger);
         },
         async cleanup() {
           await storage.close();

@@ -2,7 +2,7 @@ import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import type { AuditRecord } from "../../src/identity/identity-model.js";
 import { batchInRange, decodeBatch, encodeBatch, selectRecords } from "../../src/storage/audit-batch.js";
-import { migrate } from "../../src/storage/sqlite/migrations.js";
+import { SCHEMA_VERSIONS, migrate } from "../../src/storage/sqlite/migrations.js";
 import { SqliteAuditStore } from "../../src/storage/sqlite/sqlite-audit-store.js";
 
 function record(at: number, principal: string, resource: string, code = 0): AuditRecord {
@@ -53,7 +53,7 @@ describe("the audit trail stored a batch to a row", () => {
 
   it("answers the operator's queries from the embedded store, a batch spanning the range included", async () => {
     const db = new Database(":memory:");
-    migrate(db);
+    migrate(db, "upgrade");
     const store = new SqliteAuditStore(db);
     await store.append([record(100, "p-1", "/v1/keys/a"), record(200, "p-2", "/v1/keys/b")]);
     await store.append([]);
@@ -73,7 +73,7 @@ describe("the audit trail stored a batch to a row", () => {
     const insert = db.prepare("INSERT INTO audit_records (at, principal, method, protocol, scope, resource, code, request_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
     const before = [record(5, "p-1", "/v1/keys/a"), record(3, "p-2", "/v1/keys/\"b\"", 9)];
     for (const r of before) insert.run(r.at, r.principal, r.method, r.protocol, r.scope, r.resource, r.code, r.requestId);
-    migrate(db);
+    migrate(db, "upgrade");
     expect(await new SqliteAuditStore(db).query({ limit: 10 })).toEqual(before);
     expect(db.prepare("SELECT name FROM sqlite_master WHERE name = 'audit_records'").get()).toBeUndefined();
     db.close();
@@ -84,7 +84,7 @@ describe("the audit trail stored a batch to a row", () => {
 function migrateTo(db: Database.Database, version: number): void {
   // migrate() has no "up to": the later migrations are marked done while it runs, then unmarked.
   const later = db.prepare("INSERT INTO schema_migrations (version, applied_at) VALUES (?, 0)");
-  for (let v = version + 1; v <= 100; v++) later.run(v);
-  migrate(db);
+  for (const v of SCHEMA_VERSIONS) if (v > version) later.run(v);
+  migrate(db, "upgrade");
   db.prepare("DELETE FROM schema_migrations WHERE version > ?").run(version);
 }

@@ -44,7 +44,7 @@ describe("audit retention", () => {
 
   async function trailOfDays(clock: FakeClock, days: number[]): Promise<AuditStore & { prunes: number }> {
     const path = `${dir.path}/${Math.random().toString(36).slice(2)}`;
-    storage = openSqliteStorage(path, createLogger("silent"));
+    storage = await openSqliteStorage(path, createLogger("silent"));
     for (const d of days) await storage.audit.append([record(clock.now() - d * DAY), record(clock.now() - d * DAY + 1)]);
     return countingStore(storage.audit);
   }

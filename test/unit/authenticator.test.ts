@@ -39,7 +39,7 @@ describe("Authenticator", () => {
 
   beforeEach(() => {
     dir = tempDir();
-    db = openDatabase(dir.path);
+    db = openDatabase(dir.path, "upgrade");
     clock = new FakeClock();
     store = new SqliteIdentityStore(db);
     auth = new Authenticator(store, clock, { tokenTtlMs: HOUR, failuresPerMinute: 3 });

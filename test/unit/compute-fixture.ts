@@ -66,7 +66,7 @@ export interface StackOptions {
 // The pieces of the compute module wired as createComputeModule wires them, on its own connection to the
 // database in `dir`, with fakes where a test needs them. The worker is not started.
 export function computeStack(dir: string, opts: StackOptions): ComputeStack {
-  const db = openDatabase(dir);
+  const db = openDatabase(dir, "upgrade");
   const store = new SqliteComputeStore(db);
   const ledger = new SqliteNodeLedger(db);
   const logger = opts.logger ?? silentLogger;

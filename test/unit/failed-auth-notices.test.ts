@@ -40,7 +40,7 @@ describe("blocks for failed authentications", () => {
 
   beforeEach(() => {
     dir = tempDir();
-    db = openDatabase(dir.path);
+    db = openDatabase(dir.path, "upgrade");
     store = new SqliteIdentityStore(db);
     lines = [];
     const logger = { warn: (fields: Record<string, unknown>, message: string) => lines.push({ fields, message }) };

@@ -13,7 +13,7 @@ describe("GroupCommit", () => {
 
   beforeEach(() => {
     dir = tempDir();
-    db = openDatabase(dir.path);
+    db = openDatabase(dir.path, "upgrade");
     db.exec("CREATE TABLE t (k TEXT PRIMARY KEY, v INTEGER NOT NULL)");
     // PRAGMA data_version, read on another connection, changes once per commit made on any other connection.
     observer = new Database(join(dir.path, "cloudplane.db"));

@@ -144,7 +144,7 @@ describe("AccessPolicy's cache", () => {
 
 describe("AccessPolicy over the SQLite store, with grants made as the operator makes them", () => {
   const dir = tempDir();
-  const db = openDatabase(dir.path);
+  const db = openDatabase(dir.path, "upgrade");
   afterAll(() => {
     db.close();
     dir.remove();

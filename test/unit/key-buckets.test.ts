@@ -69,7 +69,7 @@ describe("SqliteKmsStore key buckets", () => {
 
   beforeEach(() => {
     db = new Database(":memory:");
-    migrate(db);
+    migrate(db, "upgrade");
     store = new SqliteKmsStore(db);
   });
 
@@ -122,7 +122,7 @@ describe("SqliteKmsStore key buckets", () => {
     // Back to migration 7, then up again: the migration counts what is there.
     db.exec(`DROP TRIGGER kms_keys_bucket_insert; DROP TRIGGER kms_keys_bucket_delete; DROP TRIGGER kms_keys_bucket_gone; DROP TRIGGER kms_keys_no_moves;
       DROP TABLE kms_key_buckets; DELETE FROM schema_migrations WHERE version = 8`);
-    migrate(db);
+    migrate(db, "upgrade");
     expect(db.prepare("SELECT count(*), sum(total), sum(standing) FROM kms_key_buckets").raw().get()).toEqual([3, 3000, 3000 - Math.ceil(3000 / 7)]);
     expectCountsRight();
     await expectPagesExact("ns", T);

@@ -92,7 +92,7 @@ describe("KeyCache: key reads after each mutation", () => {
 
   beforeEach(() => {
     dir = tempDir();
-    store = new CountingStore(openDatabase(dir.path));
+    store = new CountingStore(openDatabase(dir.path, "upgrade"));
     clock = new FakeClock();
     master = new MasterKey(randomBytes(32));
     manager = managerWith(master);
@@ -371,7 +371,7 @@ describe("KeyCache: key reads after each mutation", () => {
         return outcome;
       }
     }
-    const shared = new OutOfOrder(openDatabase(dir.path));
+    const shared = new OutOfOrder(openDatabase(dir.path, "upgrade"));
     const cache = new KeyCache(master, 1000);
     const here = new KeyManager(shared, cache, master, clock, { destroyGraceMs: GRACE });
     const { key } = await here.createKey({ parentId: "ns", name: "race", description: "", labels: [], rotationPeriodMs: null, defaultAlgorithm: "AES_256", owner: "alice" });

@@ -55,7 +55,7 @@ describe("KeyManager: a failed mutation", () => {
 
   beforeEach(() => {
     dir = tempDir();
-    store = new SqliteKmsStore(openDatabase(dir.path));
+    store = new SqliteKmsStore(openDatabase(dir.path, "upgrade"));
     clock = new FakeClock();
   });
 

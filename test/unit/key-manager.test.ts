@@ -32,7 +32,7 @@ describe("KeyManager on the SQLite store", () => {
 
   beforeEach(() => {
     dir = tempDir();
-    store = new SqliteKmsStore(openDatabase(dir.path));
+    store = new SqliteKmsStore(openDatabase(dir.path, "upgrade"));
     clock = new FakeClock();
     const master = new MasterKey(randomBytes(32));
     manager = new KeyManager(store, new KeyCache(master, 1000), master, clock, { destroyGraceMs: GRACE });

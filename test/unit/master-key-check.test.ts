@@ -57,7 +57,7 @@ describe("master key check value", () => {
 
   beforeEach(() => {
     dir = tempDir();
-    db = openDatabase(dir.path);
+    db = openDatabase(dir.path, "upgrade");
     store = new SqliteKmsStore(db);
     notices = [];
   });

@@ -38,7 +38,7 @@ describe("SqliteKmsStore.listKeys from recorded positions", () => {
 
   beforeEach(async () => {
     dir = tempDir();
-    db = openDatabase(dir.path);
+    db = openDatabase(dir.path, "upgrade");
     store = new SqliteKmsStore(db);
     // Three keys per millisecond, so that the order's tie-break on id matters.
     for (let i = 0; i < 40; i++) await store.createKey(aggregate(`k${String(i).padStart(2, "0")}`, T + Math.floor(i / 3)), T);

@@ -43,8 +43,8 @@ describe("task retention", () => {
   });
   afterAll(() => dir.remove());
 
-  function open(): Storage {
-    storage = openSqliteStorage(`${dir.path}/${Math.random().toString(36).slice(2)}`, createLogger("silent"));
+  async function open(): Promise<Storage> {
+    storage = await openSqliteStorage(`${dir.path}/${Math.random().toString(36).slice(2)}`, createLogger("silent"));
     return storage;
   }
 
@@ -134,7 +134,7 @@ describe("task retention", () => {
 
   it("deletes the tasks finished before the retention period, keeps the later ones and every unfinished one, and says so in the log", async () => {
     const clock = new FakeClock();
-    const s = open();
+    const s = await open();
     await poolTask(s, clock, "p-succeeded-31d", "SUCCEEDED", 31);
     await poolTask(s, clock, "p-failed-400d", "FAILED", 400);
     // Created long ago, finished recently: its age counts from the finish.
@@ -169,7 +169,7 @@ describe("task retention", () => {
 
   it("deletes a task that a worker really finished, once its finish is past the period, and leaves its pool free", async () => {
     const clock = new FakeClock();
-    const s = open();
+    const s = await open();
     await poolTask(s, clock, "t1", "PENDING", 0);
     await s.compute.heartbeat("w1", clock.now(), clock.now());
     await s.compute.claimTask("w1", clock.now(), clock.now());
@@ -197,7 +197,7 @@ describe("task retention", () => {
 
   it("deletes a backlog larger than one piece in pieces, to the last task, of each store", async () => {
     const clock = new FakeClock();
-    const s = open();
+    const s = await open();
     const old = TASK_PRUNE_PIECE * 2 + 17;
     for (let i = 0; i < old; i++) await poolTask(s, clock, `p${i}`, i % 2 === 0 ? "SUCCEEDED" : "FAILED", 40);
     await poolTask(s, clock, "p-new", "SUCCEEDED", 1);
@@ -214,7 +214,7 @@ describe("task retention", () => {
 
   it("stops between pieces once asked to", async () => {
     const clock = new FakeClock();
-    const s = open();
+    const s = await open();
     for (let i = 0; i < TASK_PRUNE_PIECE * 2; i++) await poolTask(s, clock, `p${i}`, "SUCCEEDED", 40);
     expect(await pruneFinishedTasks(s.compute, clock.now() - RETENTION, () => true)).toBe(TASK_PRUNE_PIECE);
     expect((await poolTasksLeft(s)).length).toBe(TASK_PRUNE_PIECE);
@@ -222,7 +222,7 @@ describe("task retention", () => {
 
   it("keeps everything with a retention of 0", async () => {
     const clock = new FakeClock();
-    const s = open();
+    const s = await open();
     await poolTask(s, clock, "p-old", "SUCCEEDED", 3650);
     await vappTask(s, clock, "v-old", "error", 3650);
     const nodePools = counting(s.compute);
@@ -238,7 +238,7 @@ describe("task retention", () => {
 
   it("runs at start, and logs a store that fails instead of throwing, then runs again at the next interval", async () => {
     const clock = new FakeClock();
-    const s = open();
+    const s = await open();
     await poolTask(s, clock, "p-old", "SUCCEEDED", 40);
     let failures = 1;
     const flaky: FinishedTaskPruning = {

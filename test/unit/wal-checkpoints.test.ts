@@ -30,7 +30,7 @@ describe("WalCheckpoints", () => {
   afterAll(() => dir.remove());
 
   it("turns the connections' own checkpoints off and keeps the log small from its worker", async () => {
-    db = openDatabase(join(dir.path, "working"));
+    db = openDatabase(join(dir.path, "working"), "upgrade");
     const path = databasePath(join(dir.path, "working"));
     checkpoints = new WalCheckpoints(path, [db], createLogger("silent"), 20);
     expect(autocheckpointPages(db)).toBe(0);
@@ -52,7 +52,7 @@ describe("WalCheckpoints", () => {
   });
 
   it("lets the log start over under commits that never pause", async () => {
-    db = openDatabase(join(dir.path, "steady"));
+    db = openDatabase(join(dir.path, "steady"), "upgrade");
     const path = databasePath(join(dir.path, "steady"));
     checkpoints = new WalCheckpoints(path, [db], createLogger("silent"), 20);
 
@@ -72,7 +72,7 @@ describe("WalCheckpoints", () => {
   });
 
   it("gives the connections their own checkpoints back, and says so, when the worker fails", async () => {
-    db = openDatabase(join(dir.path, "failing"));
+    db = openDatabase(join(dir.path, "failing"), "upgrade");
     const { logger, lines } = logLines();
     // The worker cannot open a database that does not exist.
     checkpoints = new WalCheckpoints(join(dir.path, "missing", "cloudplane.db"), [db], logger, 20);

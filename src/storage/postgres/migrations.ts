@@ -1,4 +1,6 @@
 import type pg from "pg";
+import { checkSchemaVersions } from "../schema-version.js";
+import type { MigrationMode } from "../schema-version.js";
 
 // The PostgreSQL schema: the same tables, columns and versions as the embedded store's (sqlite/migrations.ts), so
 // that both share their row mapping (rows.ts). Times are BIGINT epoch milliseconds, blobs BYTEA, small documents
@@ -259,13 +261,20 @@ const migrations: { version: number; sql: string }[] = [
   },
 ];
 
-// Runs the migrations not yet applied, each in its own transaction. The caller holds the start-up advisory lock
-// (postgres-storage.ts), so servers starting at once migrate one after another and the later ones find nothing to do.
-export async function migrate(client: pg.ClientBase): Promise<void> {
+// This build's schema versions (the embedded store's, sqlite/migrations.ts, are the same).
+export const SCHEMA_VERSIONS: readonly number[] = migrations.map((m) => m.version);
+
+// Runs the migrations not yet applied, each in its own transaction (mode "upgrade", a server); refuses a database a
+// newer build upgraded, and in mode "current only" (the operator commands) one not yet upgraded, changing nothing
+// (schema-version.ts). The caller holds the start-up advisory lock (postgres-storage.ts), so servers starting at
+// once migrate one after another and the later ones find nothing to do.
+export async function migrate(client: pg.ClientBase, mode: MigrationMode): Promise<void> {
+  const hasTable = (await client.query("SELECT to_regclass('schema_migrations') IS NOT NULL AS present")).rows[0]?.present === true;
+  const applied = hasTable ? (await client.query<{ version: number }>("SELECT version FROM schema_migrations")).rows.map((r) => r.version) : [];
+  checkSchemaVersions(SCHEMA_VERSIONS, applied, mode);
   await client.query("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)");
-  const applied = new Set((await client.query<{ version: number }>("SELECT version FROM schema_migrations")).rows.map((r) => r.version));
   for (const m of migrations) {
-    if (applied.has(m.version)) continue;
+    if (applied.includes(m.version)) continue;
     await client.query("BEGIN");
     try {
       await client.query(m.sql);

@@ -3,7 +3,7 @@ import { alreadyExists } from "../../errors/domain-error.js";
 import { NO_VERSIONS, mergeVersions } from "../../kms/model.js";
 import type { CryptoKeyRecord, KeyAggregate, KeyState, VersionSelection } from "../../kms/model.js";
 import type { KeyMutation, KeyPage, KmsStore, MasterKeyCheckRecord, MasterKeyStore, WrappedMaterial } from "../kms-store.js";
-import { keyFromRow, keyParams, masterKeyCheckFromRow, masterKeyCheckParams, tallyFromRow, versionFromRow, versionParams, wrappedFromRow } from "../rows.js";
+import { ANY_WRAPPED_MATERIAL_SQL, MASTER_KEY_CHECK_SQL, keyFromRow, keyParams, masterKeyCheckFromRow, masterKeyCheckParams, tallyFromRow, versionFromRow, versionParams, wrappedFromRow } from "../rows.js";
 import type { KeyRow, MasterKeyRow, TallyRow, VersionRow, WrappedRow } from "../rows.js";
 import { PageCheckpoints } from "../page-checkpoints.js";
 import { announce, changeOf, first, insert, lockKinds, lockName, noRowHas, rows, transaction } from "./sql.js";
@@ -221,7 +221,7 @@ export class PostgresKmsStore implements KmsStore, MasterKeyStore {
   }
 
   async readMasterKeyCheck(): Promise<MasterKeyCheckRecord | null> {
-    const row = await first<MasterKeyRow>(this.pool, "SELECT scheme, key_id, check_value FROM kms_master_key WHERE id = 1");
+    const row = await first<MasterKeyRow>(this.pool, MASTER_KEY_CHECK_SQL);
     return row === null ? null : masterKeyCheckFromRow(row);
   }
 
@@ -235,7 +235,7 @@ export class PostgresKmsStore implements KmsStore, MasterKeyStore {
   }
 
   async anyWrappedMaterial(): Promise<WrappedMaterial | null> {
-    const row = await first<WrappedRow>(this.pool, "SELECT key_id, id, wrapped_material FROM kms_versions WHERE wrapped_material IS NOT NULL LIMIT 1");
+    const row = await first<WrappedRow>(this.pool, ANY_WRAPPED_MATERIAL_SQL);
     return row === null ? null : wrappedFromRow(row);
   }
 

@@ -1,5 +1,9 @@
 import type { Logger } from "pino";
-import type { Storage } from "../storage.js";
+import type { BeforeMigrations, Storage } from "../storage.js";
+import { MasterKeyMismatchError } from "../../kms/master-key-check.js";
+import { postgresMasterKeyReader } from "./master-key-reader.js";
+import { SchemaVersionError } from "../schema-version.js";
+import type { MigrationMode } from "../schema-version.js";
 import { ChangeFeed } from "./change-feed.js";
 import { migrate } from "./migrations.js";
 import { PostgresAuditStore } from "./postgres-audit-store.js";
@@ -21,7 +25,12 @@ const STARTUP_LOCK = 0x636c6f7564706c6en;
 
 // The shared store of several servers: one connection pool for every store, a connection of its own for the
 // start-up lock, and one for the change feed.
-export async function openPostgresStorage(settings: PostgresSettings, logger: Logger): Promise<Storage> {
+export async function openPostgresStorage(
+  settings: PostgresSettings,
+  logger: Logger,
+  mode: MigrationMode = "upgrade",
+  beforeMigrations: BeforeMigrations | null = null,
+): Promise<Storage> {
   const pool = createPool(settings.url, settings.poolSize);
   // An idle connection that breaks (the database restarted) is dropped by the pool; without a listener the error
   // would end the process.
@@ -44,13 +53,16 @@ export async function openPostgresStorage(settings: PostgresSettings, logger: Lo
     await exclusively(async () => {
       const client = await pool.connect();
       try {
-        await migrate(client);
+        await beforeMigrations?.(postgresMasterKeyReader(client));
+        await migrate(client, mode);
       } finally {
         client.release();
       }
     });
   } catch (err) {
     await pool.end().catch(() => {});
+    // Refusals that say what is wrong with the database itself.
+    if (err instanceof SchemaVersionError || err instanceof MasterKeyMismatchError) throw err;
     throw new Error(`could not open the PostgreSQL database of DATABASE_URL: ${(err as Error).message}`, { cause: err });
   }
 

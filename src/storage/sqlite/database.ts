@@ -2,6 +2,7 @@ import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { createPrivateFile, restrictToOwner } from "../../shared/private-file.js";
+import type { MigrationMode } from "../schema-version.js";
 import { migrate } from "./migrations.js";
 
 const DATABASE_FILE = "cloudplane.db";
@@ -13,7 +14,19 @@ const SERVER_LOCK_FILE = "cloudplane.lock";
 //
 // SQLite would create the main file 0644 less the umask, and then gives -wal and -shm the main file's mode. So the
 // main file is created 0600 before SQLite opens it (an empty file is an empty database), and the other two follow.
-export function openDatabase(dataDir: string): Database.Database {
+export function openDatabase(dataDir: string, mode: MigrationMode): Database.Database {
+  const db = openUnmigrated(dataDir);
+  try {
+    migrate(db, mode);
+  } catch (err) {
+    db.close();
+    throw err;
+  }
+  return db;
+}
+
+// openDatabase before its migrations, for a server that judges its master key first (sqlite-storage.ts).
+export function openUnmigrated(dataDir: string): Database.Database {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const path = databasePath(dataDir);
   createPrivateFile(path);
@@ -32,7 +45,6 @@ export function openDatabase(dataDir: string): Database.Database {
     throw err;
   }
   db.pragma("busy_timeout = 5000");
-  migrate(db);
   return db;
 }
 
@@ -84,6 +96,21 @@ export function openDatabaseExclusively(dataDir: string): Database.Database {
   restrictToOwner(path);
   restrictToOwner(`${path}-wal`);
   restrictToOwner(`${path}-shm`);
+  const db = lockedExclusively(path, `${path} is in use (a server or another command has it open): stop it first`);
+  try {
+    configure(db);
+    // Only a server upgrades a store (schema-version.ts).
+    migrate(db, "current only");
+  } catch (err) {
+    db.close();
+    throw err;
+  }
+  return db;
+}
+
+// A connection to an existing database that holds it exclusively (see openDatabaseExclusively), or DatabaseInUseError
+// with `inUse` when another connection has it open.
+function lockedExclusively(path: string, inUse: string): Database.Database {
   const db = new Database(path, { fileMustExist: true });
   db.pragma("locking_mode = EXCLUSIVE");
   db.pragma("busy_timeout = 0");
@@ -91,14 +118,25 @@ export function openDatabaseExclusively(dataDir: string): Database.Database {
     db.exec("BEGIN EXCLUSIVE; COMMIT");
   } catch (err) {
     db.close();
-    if ((err as { code?: string }).code === "SQLITE_BUSY") {
-      throw new DatabaseInUseError(`${path} is in use (a server or another command has it open): stop it first`);
-    }
+    if ((err as { code?: string }).code === "SQLITE_BUSY") throw new DatabaseInUseError(inUse);
     throw err;
   }
-  configure(db);
-  migrate(db);
   return db;
+}
+
+// A server holding the data directory's lock (lockDataDirectory) can still find the database open in another
+// process: a server of a build from before that lock (before 2026-11-27) holds none, so a new build started beside
+// it came up too, upgraded the store under it, and both served, the old one versions the new one had disabled (a
+// probe, 2026-11-28). So a starting server also makes sure, as the re-wrap does, that nothing else has the database
+// open; an operator command reading it at that moment makes the start fail as well, saying so.
+export function refuseOtherConnections(dataDir: string): void {
+  const path = databasePath(dataDir);
+  if (!existsSync(path)) return;
+  lockedExclusively(
+    path,
+    `${path} is open in another process: a cloudplane server of an older build (which holds no ${SERVER_LOCK_FILE}), or an ` +
+      "operator command (cloudplane-admin). Stop that server, or wait for the command to finish, then start again",
+  ).close();
 }
 
 function configure(db: Database.Database): void {

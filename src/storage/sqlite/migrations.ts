@@ -1,4 +1,6 @@
 import type Database from "better-sqlite3";
+import { checkSchemaVersions } from "../schema-version.js";
+import type { MigrationMode } from "../schema-version.js";
 
 // Schema changes in order. A migration is never edited once released; a change is a new entry.
 const migrations: { version: number; sql: string }[] = [
@@ -311,14 +313,20 @@ const migrations: { version: number; sql: string }[] = [
   },
 ];
 
-export function migrate(db: Database.Database): void {
+// This build's schema versions.
+export const SCHEMA_VERSIONS: readonly number[] = migrations.map((m) => m.version);
+
+// Applies the migrations the store has not had (mode "upgrade", the server), each in its own transaction; refuses
+// a store a newer build upgraded, and in mode "current only" (the operator commands) one not yet upgraded, changing
+// nothing (schema-version.ts).
+export function migrate(db: Database.Database, mode: MigrationMode): void {
+  const hasTable = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'").pluck().get() !== undefined;
+  const applied = hasTable ? (db.prepare("SELECT version FROM schema_migrations").pluck().all() as number[]) : [];
+  checkSchemaVersions(SCHEMA_VERSIONS, applied, mode);
   db.exec("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL) STRICT");
-  const applied = new Set(
-    db.prepare("SELECT version FROM schema_migrations").pluck().all() as number[],
-  );
   const record = db.prepare("INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)");
   for (const m of migrations) {
-    if (applied.has(m.version)) continue;
+    if (applied.includes(m.version)) continue;
     db.transaction(() => {
       db.exec(m.sql);
       record.run(m.version, Date.now());

@@ -6,7 +6,7 @@ import type { KeyMutation, KeyPage, KmsStore, MasterKeyCheckRecord, MasterKeySto
 import { GroupCommit } from "./group-commit.js";
 import { PageCheckpoints } from "../page-checkpoints.js";
 import type { KeyPosition } from "../page-checkpoints.js";
-import { keyFromRow, keyParams, masterKeyCheckFromRow, masterKeyCheckParams, tallyFromRow, versionFromRow, versionParams, wrappedFromRow } from "../rows.js";
+import { ANY_WRAPPED_MATERIAL_SQL, MASTER_KEY_CHECK_SQL, keyFromRow, keyParams, masterKeyCheckFromRow, masterKeyCheckParams, tallyFromRow, versionFromRow, versionParams, wrappedFromRow } from "../rows.js";
 import type { KeyRow, MasterKeyRow, TallyRow, VersionRow, WrappedRow } from "../rows.js";
 
 // Re-wrapping reads the materials in pages, since better-sqlite3 runs no write while a read is still iterating.
@@ -95,7 +95,7 @@ export class SqliteKmsStore implements KmsStore, MasterKeyStore {
         `SELECT id FROM kms_keys WHERE next_rotation_at IS NOT NULL AND next_rotation_at <= @now
            AND (gone_at IS NULL OR gone_at > @now) LIMIT @limit`,
       ),
-      getMasterKeyCheck: db.prepare("SELECT scheme, key_id, check_value FROM kms_master_key WHERE id = 1"),
+      getMasterKeyCheck: db.prepare(MASTER_KEY_CHECK_SQL),
       insertMasterKeyCheck: db.prepare(
         `INSERT INTO kms_master_key VALUES (1, @scheme, @key_id, @check_value, @recorded_at) ON CONFLICT (id) DO NOTHING`,
       ),
@@ -104,7 +104,7 @@ export class SqliteKmsStore implements KmsStore, MasterKeyStore {
            scheme = excluded.scheme, key_id = excluded.key_id, check_value = excluded.check_value, recorded_at = excluded.recorded_at`,
       ),
       anyKey: db.prepare("SELECT 1 FROM kms_keys LIMIT 1"),
-      anyWrapped: db.prepare("SELECT key_id, id, wrapped_material FROM kms_versions WHERE wrapped_material IS NOT NULL LIMIT 1"),
+      anyWrapped: db.prepare(ANY_WRAPPED_MATERIAL_SQL),
       countWrapped: db.prepare("SELECT count(*) FROM kms_versions WHERE wrapped_material IS NOT NULL"),
       wrappedPage: db.prepare(
         `SELECT key_id, id, wrapped_material FROM kms_versions WHERE wrapped_material IS NOT NULL AND (key_id, id) > (?, ?)

@@ -1,8 +1,10 @@
 import { mkdirSync } from "node:fs";
 import type Database from "better-sqlite3";
 import type { Logger } from "pino";
-import type { ChangeListener, Storage, StorageOpener } from "../storage.js";
-import { databasePath, lockDataDirectory, openAuditConnection, openDatabase } from "./database.js";
+import type { BeforeMigrations, ChangeListener, Storage, StorageOpener } from "../storage.js";
+import { databasePath, lockDataDirectory, openAuditConnection, openUnmigrated, refuseOtherConnections } from "./database.js";
+import { sqliteMasterKeyReader } from "./master-key-reader.js";
+import { migrate } from "./migrations.js";
 import { SqliteAuditStore } from "./sqlite-audit-store.js";
 import { SqliteComputeStore } from "./sqlite-compute-store.js";
 import { SqliteIdentityStore } from "./sqlite-identity-store.js";
@@ -16,13 +18,22 @@ import { WalCheckpoints } from "./wal-checkpoints.js";
 // change feed. Start-up is exclusive already: the data directory belongs to one server, which holds its lock
 // (lockDataDirectory) from before the database is opened until after it is closed. cloudplane-admin opens it beside
 // the running server (accounts, grants, the audit trail) and takes no such lock.
-export function openSqliteStorage(dataDir: string, logger: Logger, opener: StorageOpener = "server"): Storage {
+export async function openSqliteStorage(
+  dataDir: string,
+  logger: Logger,
+  opener: StorageOpener = "server",
+  beforeMigrations: BeforeMigrations | null = null,
+): Promise<Storage> {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const lock = opener === "server" ? lockDataDirectory(dataDir) : null;
-  let db: Database.Database;
+  let db: Database.Database | null = null;
   try {
-    db = openDatabase(dataDir);
+    if (opener === "server") refuseOtherConnections(dataDir);
+    db = openUnmigrated(dataDir);
+    await beforeMigrations?.(sqliteMasterKeyReader(db));
+    migrate(db, opener === "server" ? "upgrade" : "current only");
   } catch (err) {
+    db?.close();
     lock?.close();
     throw err;
   }
