@@ -7,7 +7,7 @@ import type { VersionKey } from "./ciphertext.js";
 import type { CachedKey, KeyEntry } from "./cached-key.js";
 import type { KeyCache } from "./key-cache.js";
 import type { MasterKey } from "./master-key.js";
-import { computeGoneAt, destructionPending, effectiveState, isGone, keyLengthBytes, mergeVersions } from "./model.js";
+import { computeGoneAt, destructionPending, effectiveState, isGone, keyLengthBytes, mergeVersions, rotationAfter } from "./model.js";
 import type { Algorithm, CryptoKeyRecord, CryptoKeyVersionRecord, KeyState, VersionInfo, VersionSelection } from "./model.js";
 import { applyTransition } from "./state-machine.js";
 import type { Transition } from "./state-machine.js";
@@ -168,7 +168,7 @@ export class KeyManager {
       owner: input.owner,
       labels: input.labels,
       rotationPeriodMs: input.rotationPeriodMs,
-      nextRotationAt: input.rotationPeriodMs === null ? null : now + input.rotationPeriodMs,
+      nextRotationAt: input.rotationPeriodMs === null ? null : rotationAfter(now, input.rotationPeriodMs),
       defaultAlgorithm: input.defaultAlgorithm,
       primaryVersionId: 1,
       nextVersionId: 2,
@@ -203,7 +203,7 @@ export class KeyManager {
         key.nextRotationAt = null;
       } else if (changes.rotationPeriodMs !== undefined && (changes.nextRotationAt ?? null) === null) {
         // A period set with no next time (left out, or cleared under the same mask) starts from now.
-        key.nextRotationAt = now + changes.rotationPeriodMs;
+        key.nextRotationAt = rotationAfter(now, changes.rotationPeriodMs);
       } else if (changes.nextRotationAt === null && key.rotationPeriodMs !== null) {
         // The key would still show its period and never rotate again.
         throw invalidArgument("kms", [
@@ -406,8 +406,8 @@ export class KeyManager {
           return { key, versions: [], result: undefined };
         }
         // After a long outage the schedule restarts from now instead of rotating once per missed period.
-        let next = key.nextRotationAt + key.rotationPeriodMs;
-        if (next <= now) next = now + key.rotationPeriodMs;
+        let next = rotationAfter(key.nextRotationAt, key.rotationPeriodMs);
+        if (next <= now) next = rotationAfter(now, key.rotationPeriodMs);
         // A key being destroyed does not rotate (its new primary would undo the destruction), but its schedule moves
         // on: left due, it came back in every batch, and a hundred such keys kept the sweeper's loop from ending.
         // That includes a key whose every version is scheduled (DestroyCryptoKey): it was not looked at, showed a

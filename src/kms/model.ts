@@ -71,6 +71,17 @@ export const NO_VERSIONS: VersionTally = Object.freeze({ count: 0, live: 0, dest
 export type VersionSelection = "all" | { ids: readonly number[] };
 
 // A version whose destroyAt has passed is destroyed at once, even if the sweeper has not erased it yet.
+// google.protobuf.Timestamp's last millisecond, 9999-12-31T23:59:59.999Z: a stored time past it cannot be written as a
+// response, and failed the key and every list of its namespace with INTERNAL (storage migration 10 repaired those).
+export const LAST_TIMESTAMP_MS = 253_402_300_799_999;
+
+// The rotation time one period after `from`, at most LAST_TIMESTAMP_MS: a key rotated when the clock read the
+// year 9999 got a next time past it (a probe of the clock, 2026-11-28), and its namespace answered INTERNAL again.
+// Such a key rotates at that last millisecond, as the migration's repaired keys do.
+export function rotationAfter(from: number, periodMs: number): number {
+  return Math.min(from + periodMs, LAST_TIMESTAMP_MS);
+}
+
 export function effectiveState(version: Pick<CryptoKeyVersionRecord, "state" | "destroyAt">, now: number): VersionState {
   if (version.state === "DESTROYED_SCHEDULED" && version.destroyAt !== null && version.destroyAt <= now) {
     return "DESTROYED";

@@ -4,6 +4,7 @@ import { DomainError } from "../../src/errors/domain-error.js";
 import { KeyCache } from "../../src/kms/key-cache.js";
 import { KeyManager, newKeyId } from "../../src/kms/key-manager.js";
 import { MasterKey } from "../../src/kms/master-key.js";
+import { LAST_TIMESTAMP_MS } from "../../src/kms/model.js";
 import { openDatabase } from "../../src/storage/sqlite/database.js";
 import { SqliteKmsStore } from "../../src/storage/sqlite/sqlite-kms-store.js";
 import { FakeClock } from "../support/fake-clock.js";
@@ -102,6 +103,21 @@ describe("KeyManager on the SQLite store", () => {
     expect(stored?.versions[1]).toMatchObject({ state: "DESTROYED", wrappedMaterial: null });
     expect(await reason(() => manager.decrypt(key.id, sealed, new Uint8Array()))).toBe("CRYPTO_KEY_VERSION_NOT_ENABLED");
     expect(await manager.sweepDestroyed()).toBe(0);
+  });
+
+  // A probe of the clock (2026-11-28): rotated at the end of the year 9999, a key got a next time past the Timestamp's
+  // range, and the key and its namespace answered INTERNAL from then on.
+  it("never schedules a rotation past google.protobuf.Timestamp's last millisecond", async () => {
+    clock.advance(Date.parse("9999-12-31T23:59:30Z") - clock.now());
+    const view = await manager.createKey({ parentId: "ns", name: "", description: "", labels: [], rotationPeriodMs: DAY, defaultAlgorithm: "AES_256", owner: "a" });
+    expect(view.key.nextRotationAt).toBe(LAST_TIMESTAMP_MS);
+    await manager.updateKey(view.key.id, { rotationPeriodMs: 2 * DAY });
+    expect((await manager.getKey(view.key.id)).key.nextRotationAt).toBe(LAST_TIMESTAMP_MS);
+    clock.advance(LAST_TIMESTAMP_MS - clock.now());
+    expect(await manager.rotateDue()).toBe(1);
+    const rotated = await manager.getKey(view.key.id);
+    expect(rotated.primary?.id).toBe(2);
+    expect(rotated.key.nextRotationAt).toBe(LAST_TIMESTAMP_MS);
   });
 
   it("rotates by the clock: a new primary version and the next time advanced by the period", async () => {
