@@ -27,7 +27,10 @@ export async function takeFromWindows({ minute, day }: ClassWindows, key: string
   return decide(m, { ...d, remaining: d.remaining + 1 });
 }
 
-// One call counted in one window; a call over the limit comes back as a negative remainder.
+// One call counted in one window; a call over the limit comes back as a negative remainder. The time to the window's
+// end is at most its length: the memory store computes it from the wall clock (its expiry stored as a Date.now()
+// time) while it ends windows by timers, so after the clock stepped back an hour a minute's window answered
+// Retry-After: 3660 for a block that ended within the minute (a probe of the clock, 2026-11-28).
 async function count(limiter: RateLimiterAbstract, key: string, window: WindowState["window"]): Promise<WindowState> {
   let res: RateLimiterRes;
   try {
@@ -38,5 +41,6 @@ async function count(limiter: RateLimiterAbstract, key: string, window: WindowSt
     if (!(thrown instanceof RateLimiterRes)) throw thrown;
     res = thrown;
   }
-  return { window, limit: limiter.points, remaining: limiter.points - res.consumedPoints, resetMs: Math.max(0, res.msBeforeNext) };
+  const windowMs = window === "minute" ? MINUTE_MS : DAY_MS;
+  return { window, limit: limiter.points, remaining: limiter.points - res.consumedPoints, resetMs: Math.min(windowMs, Math.max(0, res.msBeforeNext)) };
 }

@@ -1,5 +1,6 @@
 import { RateLimiterMemory } from "rate-limiter-flexible";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { FailureLimiter } from "../../src/identity/failure-limiter.js";
 import { MemoryRateLimiter } from "../../src/ratelimit/memory-rate-limiter.js";
 import { rateClassOf } from "../../src/ratelimit/rate-limits.js";
 
@@ -30,6 +31,21 @@ describe("MemoryRateLimiter", () => {
     expect(await take("b")).toEqual({ window: "minute", limit: 2, remaining: 1, resetMs: 60_000 });
     advance(1);
     expect(await take("a")).toEqual({ window: "minute", limit: 2, remaining: 1, resetMs: 60_000 });
+  });
+
+  // A probe of the clock (2026-11-28): the library's memory store tells the time left from the wall clock, and after
+  // a step back of an hour a minute's refusal said Retry-After: 3660.
+  it("never tells more time left than the window's length after the clock stepped back", async () => {
+    const limiter = new MemoryRateLimiter(limits);
+    expect((await limiter.take("POST", "k"))!.allowed).toBe(true);
+    advance(-3_600_000);
+    expect(await limiter.take("POST", "k")).toEqual({ allowed: false, shown: { window: "minute", limit: 1, remaining: 0, resetMs: 60_000 } });
+    const failures = new FailureLimiter(1, "step-back");
+    expect(await failures.fail("10.0.0.1")).toBe(0);
+    expect(await failures.fail("10.0.0.1")).toBe(60);
+    advance(-3_600_000);
+    expect(await failures.blockedFor("10.0.0.1")).toBe(60);
+    expect(await failures.fail("10.0.0.1")).toBe(60);
   });
 
   it("refuses by the minute without spending the day, and by the day in a fresh minute", async () => {
