@@ -7,6 +7,7 @@ import type { AuditRecord } from "../identity/identity-model.js";
 import { roleDescriptions, roleNames } from "../identity/roles.js";
 import { formatScope, scopeKinds } from "../identity/scopes.js";
 import type { Clock } from "../shared/clock.js";
+import { rfc3339Millis } from "../shared/rfc3339.js";
 import type { AuditStore } from "../storage/identity-store.js";
 
 export const adminHelp = `Usage: cloudplane-admin [--data-dir DIR] [--json] <command> [arguments]
@@ -58,8 +59,8 @@ function iso(ms: number | null): string {
 
 function time(text: string | undefined, flag: string): number | undefined {
   if (text === undefined) return undefined;
-  const ms = Date.parse(text);
-  if (Number.isNaN(ms)) throw new UsageError(`${flag} must be an ISO 8601 time such as 2026-11-23T10:00:00Z, got "${text}"`);
+  const ms = rfc3339Millis(text);
+  if (ms === null) throw new UsageError(`${flag} must be an ISO 8601 time such as 2026-11-23T10:00:00Z, got "${text}"`);
   return ms;
 }
 

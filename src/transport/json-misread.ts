@@ -1,5 +1,6 @@
 import { ScalarType } from "@bufbuild/protobuf";
 import type { DescField, DescMessage, JsonValue } from "@bufbuild/protobuf";
+import { isImpossibleTimestamp } from "../shared/rfc3339.js";
 
 // Values of a JSON request that protobuf-es would read as another value than the one written, found before the
 // request is decoded, for REST and for Connect's JSON forms alike (two probes, 2026-11-27):
@@ -26,24 +27,6 @@ export const INTEGERS = new Set<ScalarType | undefined>([
 export const DECIMAL = /^-?[0-9]+$/;
 
 const TIMESTAMP = "google.protobuf.Timestamp";
-const SHAPE = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.\d+)?(?:[Zz]|[+-](\d{2}):(\d{2}))$/;
-
-function daysIn(year: number, month: number): number {
-  if (month === 2) return year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0) ? 29 : 28;
-  return [4, 6, 9, 11].includes(month) ? 30 : 31;
-}
-
-// Whether the text has the shape of an RFC 3339 date-time but names no moment: a month, day, hour, minute or second
-// (leap seconds included, which a Timestamp does not have) or an offset out of its range.
-export function isImpossibleTimestamp(text: string): boolean {
-  const m = SHAPE.exec(text);
-  if (m === null) return false;
-  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [number, number, number, number, number, number];
-  const offsetHours = m[7] === undefined ? 0 : Number(m[7]);
-  const offsetMinutes = m[8] === undefined ? 0 : Number(m[8]);
-  if (month < 1 || month > 12 || day < 1 || day > daysIn(year, month)) return true;
-  return hour > 23 || minute > 59 || second > 59 || offsetHours > 23 || offsetMinutes > 59;
-}
 
 const holding = new WeakMap<DescMessage, boolean>();
 

@@ -81,6 +81,9 @@ describe("audit retention", () => {
     const refusals = [
       { args: ["audit", "prune"], message: "audit prune needs --before T" },
       { args: ["audit", "prune", "--before", "yesterday"], message: '--before must be an ISO 8601 time such as 2026-11-23T10:00:00Z, got "yesterday"' },
+      // Date.parse took these as 2001-12-01 and March 2 (a probe of the clock, 2026-11-28).
+      { args: ["audit", "prune", "--before", "12"], message: '--before must be an ISO 8601 time such as 2026-11-23T10:00:00Z, got "12"' },
+      { args: ["audit", "prune", "--before", "2026-02-30T00:00:00Z"], message: '--before must be an ISO 8601 time such as 2026-11-23T10:00:00Z, got "2026-02-30T00:00:00Z"' },
       { args: ["audit", "prune", "--before", "2999-01-01T00:00:00Z"], message: "--before must not be later than now, got 2999-01-01T00:00:00.000Z" },
     ];
     for (const { args, message } of refusals) {

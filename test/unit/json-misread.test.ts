@@ -1,6 +1,18 @@
 import { describe, expect, it } from "vitest";
 import { CreateCryptoKeyRequestSchema, EncryptRequestSchema, GetCryptoKeyRequestSchema, UpdateCryptoKeyRequestSchema } from "../../gen/kms/v1/kms_pb.js";
-import { findMisread, holdsMisreadable, isImpossibleTimestamp } from "../../src/transport/json-misread.js";
+import { isImpossibleTimestamp, rfc3339Millis } from "../../src/shared/rfc3339.js";
+import { findMisread, holdsMisreadable } from "../../src/transport/json-misread.js";
+
+describe("rfc3339Millis", () => {
+  // The operator's --since, --until and --before (a probe of the clock, 2026-11-28): Date.parse took all of these.
+  it("reads RFC 3339 date-times only, and no impossible one", () => {
+    expect(rfc3339Millis("2026-11-23T10:00:00Z")).toBe(Date.UTC(2026, 10, 23, 10));
+    expect(rfc3339Millis("2026-11-23T11:00:00.5+01:00")).toBe(Date.UTC(2026, 10, 23, 10, 0, 0, 500));
+    for (const text of ["12", "1", "11/28", "Nov 28 2026", "2026-11-23", "2026-02-30T00:00:00Z", "2026-11-23T10:00:00", "2026-11-23 10:00:00Z"]) {
+      expect(rfc3339Millis(text), text).toBeNull();
+    }
+  });
+});
 
 describe("isImpossibleTimestamp", () => {
   it("finds the dates and times RFC 3339 5.7 does not allow, which Date.parse rolls over", () => {
