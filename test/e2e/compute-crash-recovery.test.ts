@@ -1,5 +1,6 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { setTimeout as sleep } from "node:timers/promises";
+import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { spawnServer } from "../support/server.js";
 import type { SpawnedServer } from "../support/server.js";
@@ -53,6 +54,35 @@ describe("a node pool task interrupted by SIGKILL", () => {
     expect(waited.json.task).toMatchObject({ id: task.id, status: "SUCCEEDED", done: true, createdAt: task.createdAt });
     const after = await rest(second.url, "GET", `/cluster/v1/${VDC}/node-pools/${nodePoolId}`);
     expect(after.json.nodePool).toMatchObject({ name: "survivor", state: "RUNNING", scalePolicy: { fixedScale: { count: 4 } } });
+    expect(second.logs()).toContain("resuming unfinished task");
+  });
+
+  // A probe of the clock (2026-11-28): a server killed while its clock was an hour ahead, restarted once the clock was
+  // set right (an NTP step), left the task RUNNING for that hour: the dead worker's last heartbeat looked fresh.
+  it("is resumed at once after the clock stepped back: the data directory's lock proves its worker dead", { timeout: 60_000 }, async () => {
+    const env = { CATALOG_FILE: writeTestCatalog(dir.path), PROVIDER_DELAY_MS: "1000" };
+    const dataDir = `${dir.path}/data`;
+    const first = await spawnServer({ dataDir, env });
+    servers.push(first);
+    const created = await rest(first.url, "POST", `/cluster/v1/${VDC}/node-pools`, {
+      clusterId: CLUSTER,
+      nodeConfig: { computeFlavor: FLAVOR },
+      nodePoolName: "ahead",
+      scalePolicy: { fixedScale: { count: 2 } },
+    });
+    const taskPath = `/cluster/v1/${VDC}/tasks/${String((created.json.task as JsonObject).id)}`;
+    await expect.poll(async () => ((await rest(first.url, "GET", taskPath)).json.task as JsonObject).status, { timeout: 10_000 }).toBe("RUNNING");
+    await first.kill("SIGKILL");
+    servers.splice(servers.indexOf(first), 1);
+    // Its heartbeat as a clock an hour ahead wrote it.
+    const db = new Database(`${dataDir}/cloudplane.db`);
+    db.prepare("UPDATE compute_workers SET heartbeat_at = ?").run(Date.now() + 3_600_000);
+    db.close();
+
+    const second = await spawnServer({ dataDir, env });
+    servers.push(second);
+    const waited = await rest(second.url, "POST", `${taskPath}:wait`, { timeout: "20s" });
+    expect(waited.json.task).toMatchObject({ status: "SUCCEEDED", done: true });
     expect(second.logs()).toContain("resuming unfinished task");
   });
 });

@@ -282,6 +282,18 @@ describe("node pool tasks", () => {
       await stalled.worker.stop();
     });
 
+    // A probe of the clock (2026-11-28): after a step back the time since the last beat read negative, and no beat was
+    // written for as long as the step, so that on a shared store the live worker's tasks looked orphaned.
+    it("beats at once when the clock stepped back", async () => {
+      const stack = open();
+      stack.worker.start();
+      await expect.poll(() => stack.db.prepare("SELECT heartbeat_at FROM compute_workers").pluck().get()).toBe(clock.now());
+      clock.advance(-3_600_000);
+      stack.worker.kick();
+      await expect.poll(() => stack.db.prepare("SELECT heartbeat_at FROM compute_workers").pluck().get()).toBe(clock.now());
+      await stack.worker.stop();
+    });
+
     it("resumes at once after a clean stop, and the provider carries on from the nodes already up", async () => {
       const slow = open({ provider: (ledger) => new SimulatedProvider(ledger, testCatalog, { delayPerNodeMs: 30 }) });
       slow.worker.start();

@@ -69,8 +69,10 @@ export class TaskWorker<T extends QueuedTask> {
 
   private async fill(): Promise<void> {
     // The heartbeat is written before any claim, so the store never sees this worker's tasks as orphans. Half the
-    // interval: a timer that fires a little early must not skip a beat.
-    if (this.clock.now() - this.lastBeat >= this.settings.heartbeatMs / 2) {
+    // interval: a timer that fires a little early must not skip a beat. A clock that stepped back beats at once: the
+    // time since the last beat read negative, and no beat was written for as long as the step (a probe, 2026-11-28).
+    const sinceBeat = this.clock.now() - this.lastBeat;
+    if (sinceBeat >= this.settings.heartbeatMs / 2 || sinceBeat < 0) {
       const now = this.clock.now();
       await this.store.heartbeat(this.settings.workerId, now, now - this.settings.leaseMs);
       this.lastBeat = now;

@@ -32,6 +32,11 @@ export async function openSqliteStorage(
     db = openUnmigrated(dataDir);
     await beforeMigrations?.(sqliteMasterKeyReader(db));
     migrate(db, opener === "server" ? "upgrade" : "current only");
+    // The data directory's lock proves that no other server runs on this store: every task worker's row is a dead
+    // server's, whose unfinished tasks are taken over at once rather than once its last heartbeat looks stale by
+    // the clock. A server killed while its clock was an hour ahead, restarted once the clock was set right, left its
+    // task RUNNING for that hour (a probe of the clock, 2026-11-28).
+    if (opener === "server") db.exec("DELETE FROM compute_workers");
   } catch (err) {
     db?.close();
     lock?.close();
