@@ -22,8 +22,9 @@ export interface CryptoKeyRecord {
   // Version ids are never reused, so the next one is stored rather than derived from the versions left.
   nextVersionId: number;
   createdAt: number;
-  // When every version is scheduled for destruction or destroyed: the moment the last one is destroyed. The
-  // key is gone (not found, name free) from then on. Null while any version is ENABLED or DISABLED.
+  // When every version is scheduled for destruction or destroyed: the moment the last one is destroyed (0 when every
+  // one is stored DESTROYED, computeGoneAt). The key is gone (not found, name free) from then on. Null while any
+  // version is ENABLED or DISABLED.
   goneAt: number | null;
 }
 
@@ -60,12 +61,11 @@ export interface VersionTally {
   count: number;
   // ENABLED or DISABLED.
   live: number;
-  destroyed: number;
   // The latest destroyAt of those DESTROYED_SCHEDULED, or null when none is.
   latestScheduled: number | null;
 }
 
-export const NO_VERSIONS: VersionTally = Object.freeze({ count: 0, live: 0, destroyed: 0, latestScheduled: null });
+export const NO_VERSIONS: VersionTally = Object.freeze({ count: 0, live: 0, latestScheduled: null });
 
 // Which versions a mutation reads: every one, or those named (the primary is always read too).
 export type VersionSelection = "all" | { ids: readonly number[] };
@@ -116,12 +116,15 @@ export function mergeVersions(current: CryptoKeyVersionRecord[], changed: Crypto
 }
 
 // Recomputes goneAt after the versions changed: `versions` as they now are, `others` the rest of the key's versions.
+// A version stored DESTROYED (its material erased) is gone whatever the clock says, so it counts as gone since time 0,
+// and a key of such versions only has goneAt 0: it was the time of the sweep, and a clock stepped back past it
+// brought the key back, DESTROYED primary and all, beside a new key that had taken its name (a probe, 2026-11-28).
 export function computeGoneAt(versions: CryptoKeyVersionRecord[], now: number, others: VersionTally = NO_VERSIONS): number | null {
   if (others.live > 0) return null;
-  let last = Math.max(others.destroyed > 0 ? now : 0, others.latestScheduled ?? 0);
+  let last = others.latestScheduled ?? 0;
   for (const v of versions) {
     if (v.state === "ENABLED" || v.state === "DISABLED") return null;
-    last = Math.max(last, v.state === "DESTROYED_SCHEDULED" ? (v.destroyAt ?? now) : now);
+    if (v.state === "DESTROYED_SCHEDULED") last = Math.max(last, v.destroyAt ?? now);
   }
   return versions.length + others.count === 0 ? null : last;
 }

@@ -73,12 +73,11 @@ export function versionFromRow(r: VersionRow): CryptoKeyVersionRecord {
 export interface TallyRow {
   count: number | string;
   live: number | string;
-  destroyed: number | string;
   latest: number | string | null;
 }
 
 export function tallyFromRow(r: TallyRow): VersionTally {
-  return { count: Number(r.count), live: Number(r.live), destroyed: Number(r.destroyed), latestScheduled: r.latest === null ? null : Number(r.latest) };
+  return { count: Number(r.count), live: Number(r.live), latestScheduled: r.latest === null ? null : Number(r.latest) };
 }
 
 export function keyParams(k: CryptoKeyRecord): KeyRow {

@@ -79,6 +79,21 @@ describe("KeyManager on the SQLite store", () => {
     expect((await newKey("dup")).key.name).toBe("dup");
   });
 
+  // A probe of the clock (2026-11-28): the key was gone by comparing its goneAt (the sweep's time) with the clock, so a
+  // step back of ten seconds brought it back, DESTROYED primary and all, beside the new key that took its name.
+  it("a key whose every version was erased stays gone when the clock steps back", async () => {
+    const first = await newKey("pay");
+    await manager.createVersion(first.key.id, null);
+    await manager.destroyKey(first.key.id);
+    clock.advance(GRACE + 1000);
+    expect(await manager.sweepDestroyed()).toBe(1);
+    await newKey("pay");
+    clock.advance(-GRACE);
+    expect(await reason(() => manager.getKey(first.key.id))).toBe("CRYPTO_KEY_NOT_FOUND");
+    expect((await manager.listKeys("ns", { limit: 10, offset: 0 })).map((v) => v.key.name)).toEqual(["pay"]);
+    expect(await reason(() => newKey("pay"))).toBe("CRYPTO_KEY_NAME_TAKEN");
+  });
+
   it("stops decrypting with a disabled version on the very next call", async () => {
     const { key } = await newKey();
     const v2 = await manager.createVersion(key.id, null);

@@ -101,7 +101,6 @@ export class PostgresKmsStore implements KmsStore, MasterKeyStore {
       client,
       `WITH others AS (
          SELECT count(*) AS count, count(*) FILTER (WHERE state IN ('ENABLED', 'DISABLED')) AS live,
-           count(*) FILTER (WHERE state = 'DESTROYED') AS destroyed,
            max(destroy_at) FILTER (WHERE state = 'DESTROYED_SCHEDULED') AS latest
          FROM kms_versions WHERE key_id = $1 AND NOT (id = ANY($2::bigint[]))
        )

@@ -59,7 +59,6 @@ export class SqliteKmsStore implements KmsStore, MasterKeyStore {
       // key's rows without making an object of each.
       tallyOthers: db.prepare(
         `SELECT count(*) AS count, coalesce(sum(state IN ('ENABLED', 'DISABLED')), 0) AS live,
-           coalesce(sum(state = 'DESTROYED'), 0) AS destroyed,
            max(CASE WHEN state = 'DESTROYED_SCHEDULED' THEN destroy_at END) AS latest
          FROM kms_versions WHERE key_id = ? AND id NOT IN (SELECT value FROM json_each(?))`,
       ),
