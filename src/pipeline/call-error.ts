@@ -27,7 +27,8 @@ const CALLER_CODES: ReadonlySet<Code> = new Set([Code.InvalidArgument, Code.Unim
 // streaming request that breaks its protocol): its code is kept, the rest is ours. Anything else is a fault of
 // ours: the caller learns only the request id to quote, and the cause goes to the log (the caller of this function
 // logs when `internal` is set).
-export function callErrorOf(thrown: unknown, domain: ErrorDomain, requestId: string): CallError {
+// `callerGone`: the call's caller has gone away (Call.callerGone), which makes whatever else failed its CANCELED.
+export function callErrorOf(thrown: unknown, domain: ErrorDomain, requestId: string, callerGone = false): CallError {
   if (thrown instanceof CallError) return thrown;
   if (thrown instanceof DomainError) return new CallError(statusPartsOf(thrown), false);
   if (thrown instanceof ConnectError) {
@@ -41,6 +42,10 @@ export function callErrorOf(thrown: unknown, domain: ErrorDomain, requestId: str
     // anonymous client, 2026-11-28).
     if (CALLER_CODES.has(thrown.code)) return protocolCallError(domain, thrown.code, thrown.rawMessage);
   }
+  // A streaming call's caller that left mid-stream makes connect-node's reading of its input fail with Node's
+  // premature-close error: no fault of the server, and nobody reads the answer. It was INTERNAL, an error line with
+  // its stack and an INTERNAL count each time, at the will of an unauthenticated client (a probe, 2026-11-28).
+  if (callerGone) return protocolCallError(domain, Code.Canceled, "the call was canceled");
   return internalCallError(domain, requestId);
 }
 

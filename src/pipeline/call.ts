@@ -98,6 +98,12 @@ export class Call {
     return this.#abort.signal;
   }
 
+  // Whether the caller has gone away, where its protocol tells it without a listener: Connect's signal, for the calls
+  // Connect serves (the streaming ones among them).
+  get callerGone(): boolean {
+    return this.givenSignal?.aborted === true;
+  }
+
   // Ends the handler's wait (the deadline stage calls this when the deadline passes).
   abort(): void {
     this.#abort?.abort();

@@ -45,3 +45,42 @@ describe("a streaming call without its message", () => {
     expect(errors).toEqual([]);
   });
 });
+
+// A caller that leaves while its stream is open: connect-node's reading of the stream's input then fails with Node's
+// premature-close error, which was answered (to nobody) as INTERNAL, logged at error level with its stack and counted
+// as an INTERNAL call: fifty disconnects of an unauthenticated client wrote 46 KB of error log (a probe, 2026-11-28).
+describe("a streaming call whose caller goes away", () => {
+  // The headers and one message, the stream left open, then the whole session dropped.
+  function leave(path: string, message: Buffer): Promise<void> {
+    return new Promise((resolve) => {
+      const session = http2.connect(server.url);
+      session.on("error", () => {});
+      const stream = session.request({ ":method": "POST", ":path": path, "content-type": "application/grpc", te: "trailers" });
+      stream.on("error", () => {});
+      stream.write(message);
+      setTimeout(() => {
+        session.destroy();
+        resolve();
+      }, 30);
+    });
+  }
+
+  it("is counted CANCELLED, not INTERNAL, and logs no error", async () => {
+    const before = server.logs().length;
+    // ServerReflectionRequest { list_services: "" } (field 7), in its envelope.
+    const listServices = Buffer.from([0, 0, 0, 0, 2, 0x3a, 0]);
+    for (let i = 0; i < 10; i++) {
+      await leave("/grpc.health.v1.Health/Watch", Buffer.from([0, 0, 0, 0, 0]));
+      await leave("/grpc.reflection.v1.ServerReflection/ServerReflectionInfo", listServices);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const errors = server.logs().slice(before).split("\n").filter((line) => line.includes('"level":50'));
+    expect(errors).toEqual([]);
+    const metrics = await (await fetch(`${server.url}/metrics`, { headers: { authorization: `Bearer ${server.token}` } })).text();
+    const internal = metrics.split("\n").filter((line) => line.startsWith("cloudplane_calls_total") && line.includes('code="INTERNAL"'));
+    expect(internal).toEqual([]);
+    // Reflection's stream fails after the pipeline counted the call (its answers were on their way): only Watch's
+    // failure is counted, as the code name google.rpc.Code gives it.
+    expect(metrics).toContain('cloudplane_calls_total{service="grpc.health.v1.Health",method="Watch",protocol="grpc",code="CANCELLED"} 10\n');
+  });
+});

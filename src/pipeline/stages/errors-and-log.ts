@@ -8,7 +8,7 @@ import type { Stage } from "../stage.js";
 // cause at error level, every other outcome at debug level only (per call, it would cost more than the call).
 export function errorsAndLogStage(logger: Logger): Stage {
   function failed(call: Call, thrown: unknown): CallError {
-    const error = callErrorOf(thrown, call.entry.policy.domain, call.requestId);
+    const error = callErrorOf(thrown, call.entry.policy.domain, call.requestId, call.callerGone);
     if (error.internal) {
       logger.error({ requestId: call.requestId, method: call.method.name, protocol: call.protocol, err: thrown }, "call failed with an internal error");
     } else if (logger.isLevelEnabled("debug")) {

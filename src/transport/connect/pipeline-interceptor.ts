@@ -42,7 +42,7 @@ export function pipelineInterceptor(table: MethodTable, logger: Logger, maxMessa
   function asCallError(thrown: unknown, call: Call): CallError {
     if (thrown instanceof CallError) return thrown;
     // Thrown past the stages (a fault of a stage itself, or a server run without stages).
-    const error = callErrorOf(thrown, call.entry.policy.domain, call.requestId);
+    const error = callErrorOf(thrown, call.entry.policy.domain, call.requestId, call.callerGone);
     if (error.internal) logger.error({ requestId: call.requestId, err: thrown }, "call failed outside the pipeline's error stage");
     return error;
   }
