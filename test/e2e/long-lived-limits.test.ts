@@ -49,6 +49,15 @@ describe("calls open by design", () => {
       expect(await Promise.all(onB.map((w) => w.first))).toEqual(["message", "message"]);
       // Another connection, but the server holds four.
       expect(await watch(c).first).toBe(refused);
+      // Over plain HTTP the refusal's RetryInfo is also Retry-After, as for every refusal (docs/errors.md); it had
+      // none on Connect and gRPC-web (a probe of the docs, 2026-11-28).
+      const envelope = Buffer.from([0, 0, 0, 0, 0]);
+      const forms: Record<string, string>[] = [{ "content-type": "application/grpc-web+proto" }, { "content-type": "application/connect+proto", "connect-protocol-version": "1" }];
+      for (const headers of forms) {
+        const answer = await fetch(`${server.url}/grpc.health.v1.Health/Watch`, { method: "POST", headers, body: envelope });
+        expect({ type: headers["content-type"], retryAfter: answer.headers.get("retry-after") }).toEqual({ type: headers["content-type"], retryAfter: "1" });
+        await answer.arrayBuffer();
+      }
       // A unary call is not one of them.
       const check = c.request({ ":method": "POST", ":path": "/grpc.health.v1.Health/Check", "content-type": "application/grpc", te: "trailers" });
       const checked = new Promise<string>((resolve) => check.on("trailers", (t) => resolve(String(t["grpc-status"]))));

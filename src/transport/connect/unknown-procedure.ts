@@ -7,6 +7,7 @@ import { toConnectError } from "../../errors/to-connect-error.js";
 import { CallError } from "../../pipeline/call-error.js";
 import type { MethodTable } from "../../pipeline/method-table.js";
 import { grpcStatusHeaders } from "../grpc/grpc-status.js";
+import { retryAfterSeconds } from "../rest/status-json.js";
 import type { IncomingHttpHeaders } from "node:http";
 import { requestIdOf } from "../../pipeline/call.js";
 import type { NodeResponse } from "../node-types.js";
@@ -76,6 +77,10 @@ export function rpcRefusalAnswer(headers: IncomingHttpHeaders, refusal: () => Do
   const error: ConnectError = toConnectError(new CallError(statusPartsOf(refusal()), false), null);
   const status: Record<string, string> = {};
   grpcStatusHeaders(error).forEach((value, key) => (status[key] = value));
+  // Over plain HTTP (Connect, gRPC-web) a refusal with a RetryInfo carries Retry-After, as refusals of the pipeline do
+  // (handler-wrapper.ts): TOO_MANY_OPEN_STREAMS had none (a probe of the docs, 2026-11-28).
+  const retryAfter = retryAfterSeconds(error);
+  const httpHeaders: Record<string, string> = { "x-request-id": requestId, ...(retryAfter !== undefined ? { "retry-after": String(retryAfter) } : {}) };
   if (grpc !== undefined) {
     // Headers, then the status in trailers, as connect-node answers a failed call: a "trailers-only" block of
     // headers reaches the caller without END_STREAM through Node's compatibility layer, and @grpc/grpc-js reads a
@@ -86,9 +91,9 @@ export function rpcRefusalAnswer(headers: IncomingHttpHeaders, refusal: () => Do
     const frame = encodeEnvelope(trailerFlag, trailerSerialize(new Headers({ ...status, "x-request-id": requestId })));
     const body = web.text ? Buffer.from(Buffer.from(frame).toString("base64")) : frame;
     const type = web.text ? "application/grpc-web-text+proto" : contentType;
-    return { status: 200, headers: { "content-type": type, "x-request-id": requestId }, body };
+    return { status: 200, headers: { "content-type": type, ...httpHeaders }, body };
   }
-  return { status: connectStatus ?? codeToHttpStatus(error.code), headers: { "content-type": "application/json", "x-request-id": requestId }, body: errorToJsonBytes(error, {}) };
+  return { status: connectStatus ?? codeToHttpStatus(error.code), headers: { "content-type": "application/json", ...httpHeaders }, body: errorToJsonBytes(error, {}) };
 }
 
 // Writes the answer at once, whatever of the body is still to come: a streaming call's client may keep sending
