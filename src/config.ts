@@ -36,7 +36,7 @@ const specs = {
   masterKey: { flag: "master-key", env: "MASTER_KEY", description: "the master key itself, base64 of 32 bytes (overrides the file); prefer MASTER_KEY_FILE or the MASTER_KEY environment variable, since a value on the command line is visible to every local user through ps", default: "" },
   tlsCertFile: { flag: "tls-cert-file", env: "TLS_CERT_FILE", description: "PEM certificate chain; with --tls-key-file serves TLS with ALPN h2 and http/1.1", default: "" },
   tlsKeyFile: { flag: "tls-key-file", env: "TLS_KEY_FILE", description: "PEM private key for --tls-cert-file", default: "" },
-  logLevel: { flag: "log-level", env: "LOG_LEVEL", description: "trace, debug, info, warn, error or fatal", default: "info" },
+  logLevel: { flag: "log-level", env: "LOG_LEVEL", description: "trace, debug, info, warn, error, fatal or silent", default: "info" },
   destroyGraceSeconds: { flag: "destroy-grace-seconds", env: "DESTROY_GRACE_SECONDS", description: "time between destroying a key version and erasing its material", default: String(30 * 24 * 3600) },
   minRotationSeconds: { flag: "min-rotation-seconds", env: "MIN_ROTATION_SECONDS", description: "shortest rotation period a key may have", default: String(24 * 3600) },
   sweepIntervalSeconds: { flag: "sweep-interval-seconds", env: "SWEEP_INTERVAL_SECONDS", description: "how often due destructions and rotations are carried out, and audit records and finished tasks past their retention deleted", default: "10" },

@@ -12,8 +12,9 @@ import type { AuditStore } from "../storage/identity-store.js";
 
 export const adminHelp = `Usage: cloudplane-admin [--data-dir DIR] [--json] <command> [arguments]
 
-Manages who may call the server, on the store of the data directory (DATA_DIR; default ./data). It works while the
-server runs: a change takes effect within a second.
+Manages who may call the server, on the store of the data directory (DATA_DIR; default ./data), or on the
+PostgreSQL database of DATABASE_URL when it is set. It works while the server runs: a change takes effect within a
+second.
 
   accounts create NAME [--grant ROLE@SCOPE ...]  make a service account; prints its client id and secret once
   accounts list                                  list service accounts
