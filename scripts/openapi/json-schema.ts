@@ -8,6 +8,12 @@ import { describe } from "./comments.js";
 // section 3): lowerCamel names (json_name where set), enums by name, 64-bit integers as strings, bytes as base64,
 // the well-known types in their JSON forms, and google.protobuf.Any as {"typeUrl", "value"}.
 
+
+// Whether the field's (google.api.field_behavior) says REQUIRED.
+export function isRequired(field: DescField): boolean {
+  return getOption(field, field_behavior).includes(FieldBehavior.REQUIRED);
+}
+
 export type Schema = { [key: string]: unknown };
 
 // Every message schema one document refers to, by full name, filled as they are first referred to.
@@ -33,7 +39,7 @@ export class SchemaSet {
       if (!keep(field)) continue;
       const behaviors = getOption(field, field_behavior);
       properties[field.jsonName] = withDescription(this.field(field), describe(field), behaviors);
-      if (behaviors.includes(FieldBehavior.REQUIRED)) required.push(field.jsonName);
+      if (isRequired(field)) required.push(field.jsonName);
     }
     const schema: Schema = { type: "object", properties, additionalProperties: false };
     if (required.length > 0) schema["required"] = required;

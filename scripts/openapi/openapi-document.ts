@@ -6,7 +6,7 @@ import type { HttpRule } from "../../gen/google/api/http_pb.js";
 import { isTextField, resolveFieldPath } from "../../src/transport/rest/field-path.js";
 import { parsePathTemplate } from "../../src/transport/rest/path-template.js";
 import { describe } from "./comments.js";
-import { SchemaSet, anySchema } from "./json-schema.js";
+import { SchemaSet, anySchema, isRequired } from "./json-schema.js";
 import type { Schema } from "./json-schema.js";
 
 // The OpenAPI 3.1 document of the REST surface, from the same google.api.http annotations the server's router
@@ -241,7 +241,17 @@ function queryParameters(field: DescField, prefix: string, schemas: SchemaSet, o
   if (skip.has(name)) return;
   if (isTextField(field)) {
     const repeated = field.fieldKind === "list";
-    out.push({ name, in: "query", description: describe(field), schema: schemas.field(field), ...(repeated ? { style: "form", explode: true } : {}) });
+    // A top-level REQUIRED field is a required parameter (the server refuses a call without it); a field of a nested
+    // message is required only as part of it, which a query cannot say. They were all optional (a probe, 2026-11-28).
+    const required = prefix === "" && isRequired(field);
+    out.push({
+      name,
+      in: "query",
+      description: describe(field),
+      schema: schemas.field(field),
+      ...(required ? { required: true } : {}),
+      ...(repeated ? { style: "form", explode: true } : {}),
+    });
     return;
   }
   if (field.fieldKind === "message") {

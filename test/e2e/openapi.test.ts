@@ -89,6 +89,18 @@ describe("OpenAPI document", () => {
     }
   });
 
+  // A REQUIRED field bound as a query parameter is a required parameter: all were optional, and a client generated
+  // from the document let callers leave out what the server then refused (a probe of the docs, 2026-11-28).
+  it("declares the query parameters the server requires as required", async () => {
+    const required = Object.entries(doc.paths).flatMap(([path, ops]) =>
+      Object.entries(ops).flatMap(([verb, op]) => op.parameters.filter((p) => p.in === "query" && (p as { required?: boolean }).required === true).map((p) => `${verb} ${path} ${p.name}`)),
+    );
+    expect(required.sort()).toEqual(["get /cluster/v1/{serviceInstanceId}/node-pools clusterId", "get /public/v2/configs cluster_type", "get /v1/keys parentId"]);
+    const withoutParent = await fetch(`${server.url}/v1/keys`, { headers: { authorization: `Bearer ${server.token}` } });
+    expect(withoutParent.status).toBe(400);
+    await withoutParent.arrayBuffer();
+  });
+
   // A client generated from the document sends what it declares: the configuration calls' x-workspace-id was in
   // prose only, and such a client got 401 on every call (a probe, 2026-11-28).
   it("declares every header a call needs, from the methods' policies", () => {
