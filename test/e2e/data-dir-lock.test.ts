@@ -65,7 +65,7 @@ describe("one server per SQLite data directory", () => {
     const refused = await startExpectingRefusal(dataDir, ownLayout);
     expect(refused.code).toBe(2);
     expect(refused.stderr).toBe(
-      `cloudplane failed to start: ${join(dataDir, "cloudplane.db")} is locked by an operator command (npm run rewrap-master-key?): start the server when it has finished\n`,
+      `cloudplane failed to start: ${join(dataDir, "cloudplane.db")} is open in another process: an operator command (npm run rewrap-master-key, cloudplane-admin), or a cloudplane server of an older build, which holds no cloudplane.lock. Wait for the command to finish, or stop that server, then start again\n`,
     );
     await rewrap.kill();
     const after = await spawnServer({ dataDir, env: ownLayout });

@@ -100,9 +100,9 @@ describe("an embedded store", () => {
       expect({ code: refused.code, stderr: refused.stderr }).toEqual({
         code: 2,
         stderr:
-          `cloudplane failed to start: ${join(dataDir, "cloudplane.db")} is open in another process: a cloudplane server of an older ` +
-          "build (which holds no cloudplane.lock), or an operator command (cloudplane-admin). Stop that server, or wait for the command " +
-          "to finish, then start again\n",
+          `cloudplane failed to start: ${join(dataDir, "cloudplane.db")} is open in another process: an operator command (npm run ` +
+          "rewrap-master-key, cloudplane-admin), or a cloudplane server of an older build, which holds no cloudplane.lock. Wait for " +
+          "the command to finish, or stop that server, then start again\n",
       });
     } finally {
       held.close();

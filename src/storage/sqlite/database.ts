@@ -39,9 +39,7 @@ export function openUnmigrated(dataDir: string): Database.Database {
   } catch (err) {
     db.close();
     // Only a connection in EXCLUSIVE locking mode refuses this one, and only an operator command opens one.
-    if ((err as { code?: string }).code === "SQLITE_BUSY") {
-      throw new DatabaseInUseError(`${path} is locked by an operator command (npm run rewrap-master-key?): start the server when it has finished`);
-    }
+    if ((err as { code?: string }).code === "SQLITE_BUSY") throw new DatabaseInUseError(openElsewhere(path));
     throw err;
   }
   db.pragma("busy_timeout = 5000");
@@ -132,11 +130,16 @@ function lockedExclusively(path: string, inUse: string): Database.Database {
 export function refuseOtherConnections(dataDir: string): void {
   const path = databasePath(dataDir);
   if (!existsSync(path)) return;
-  lockedExclusively(
-    path,
-    `${path} is open in another process: a cloudplane server of an older build (which holds no ${SERVER_LOCK_FILE}), or an ` +
-      "operator command (cloudplane-admin). Stop that server, or wait for the command to finish, then start again",
-  ).close();
+  lockedExclusively(path, openElsewhere(path)).close();
+}
+
+// Why a starting server cannot have the database: another process has it open (a re-wrap holds it exclusively).
+function openElsewhere(path: string): string {
+  return (
+    `${path} is open in another process: an operator command (npm run rewrap-master-key, cloudplane-admin), or a ` +
+    `cloudplane server of an older build, which holds no ${SERVER_LOCK_FILE}. Wait for the command to finish, or stop ` +
+    "that server, then start again"
+  );
 }
 
 function configure(db: Database.Database): void {
