@@ -225,6 +225,20 @@ describe("a query refused", () => {
   });
 });
 
+// Over REST a 0 is the default (proto3 cannot tell it from absent): the refusals of other numbers say so. They said
+// "between 1 and 128" while 0 was taken (a probe of the docs, 2026-11-28).
+describe("the template list's page over REST", () => {
+  it("takes 0 as the default, and says so when it refuses a number", async () => {
+    const get = (query: string) => fetch(`${server.url}/vapp/v1/vappTemplates?${query}`, { headers: { authorization: `Bearer ${server.token}` } });
+    const zero = await get("page=0&pageSize=0");
+    expect(zero.status).toBe(200);
+    expect(await zero.json()).toMatchObject({ page: 1, pageSize: 25 });
+    const over = await get("pageSize=129");
+    expect(over.status).toBe(400);
+    expect(((await over.json()) as { message: string }).message).toBe("pageSize: must be from 1 to 128 (0 or none is 25), got 129");
+  });
+});
+
 describe("reading", () => {
   it("an unknown vApp or task, or one of a vDC the caller has no grant on: 404", async () => {
     const made = await instantiate(server.url, server.token, MOSCOW, good({ name: "hidden" }));

@@ -65,7 +65,7 @@ describe("the vApp template query", () => {
 
   it("refuses bad pages, sizes, filters and sorts, naming each", () => {
     expect(refusal(() => queryTemplates(all, { ...query, page: -1, pageSize: 129, filter: "x==1", sortAsc: "size" }))).toBe(
-      'page: must be 1 or more, got -1; pageSize: must be between 1 and 128, got 129; filter: unknown attribute "x"; allowed: name, catalogName, vdc, vdcName, ownerName, status, isDeployed, isGoldMaster, isEnabled, storageProfileName; sortAsc: must be one of name, catalogName, vdc, vdcName, ownerName, status, isDeployed, isGoldMaster, isEnabled, storageProfileName, got "size"',
+      'page: must be 1 or more (0 or none is the first page), got -1; pageSize: must be from 1 to 128 (0 or none is 25), got 129; filter: unknown attribute "x"; allowed: name, catalogName, vdc, vdcName, ownerName, status, isDeployed, isGoldMaster, isEnabled, storageProfileName; sortAsc: must be one of name, catalogName, vdc, vdcName, ownerName, status, isDeployed, isGoldMaster, isEnabled, storageProfileName, got "size"',
     );
     expect(refusal(() => queryTemplates(all, { ...query, page: 3, pageSize: 2 }))).toBe("page: must be at most 2, the last page of 4 records at 2 a page; got 3");
     expect(refusal(() => queryTemplates(all, { ...query, filter: "toString==x" }))).toContain('unknown attribute "toString"');

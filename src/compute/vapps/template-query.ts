@@ -47,8 +47,12 @@ interface Condition {
 
 export function queryTemplates(all: readonly TemplateRecord[], query: TemplateQuery): TemplatePage {
   const v = new Violations();
-  if (query.page < 0) v.add("page", `must be 1 or more, got ${query.page}`);
-  if (query.pageSize < 0 || query.pageSize > MAX_PAGE_SIZE) v.add("pageSize", `must be between 1 and ${MAX_PAGE_SIZE}, got ${query.pageSize}`);
+  // 0 is the default (proto3 cannot tell it from absent), so the messages say so: "between 1 and 128" refused 129
+  // while 0 was taken (a probe of the docs, 2026-11-28). The XML surface refuses a 0 written in its query itself.
+  if (query.page < 0) v.add("page", `must be 1 or more (0 or none is the first page), got ${query.page}`);
+  if (query.pageSize < 0 || query.pageSize > MAX_PAGE_SIZE) {
+    v.add("pageSize", `must be from 1 to ${MAX_PAGE_SIZE} (0 or none is ${DEFAULT_PAGE_SIZE}), got ${query.pageSize}`);
+  }
   const conditions = parseFilter(query.filter, v);
   if (query.sortAsc !== "" && query.sortDesc !== "") v.add("sortDesc", "give sortAsc or sortDesc, not both");
   const sortBy = query.sortDesc !== "" ? query.sortDesc : query.sortAsc === "" ? "name" : query.sortAsc;

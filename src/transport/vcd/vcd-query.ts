@@ -38,7 +38,9 @@ export function decodeQuery(params: URLSearchParams): ListVAppTemplatesRequest {
   // The request's 0 means "the default" (proto3 cannot tell it from absent); a 0 written in the query is refused,
   // as the domain refuses any other number out of range, with its message.
   if (params.get("page") !== null && page === 0) throw new QueryRefusal("page: must be 1 or more, got 0", "REQUEST_INVALID");
-  if (params.get("pageSize") !== null && pageSize === 0) throw new QueryRefusal(`pageSize: must be between 1 and ${MAX_PAGE_SIZE}, got 0`, "REQUEST_INVALID");
+  if (params.get("pageSize") !== null && (pageSize === 0 || pageSize > MAX_PAGE_SIZE)) {
+    throw new QueryRefusal(`pageSize: must be between 1 and ${MAX_PAGE_SIZE}, got ${pageSize}`, "REQUEST_INVALID");
+  }
   return create(ListVAppTemplatesRequestSchema, {
     page,
     pageSize,
