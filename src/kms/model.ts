@@ -70,7 +70,6 @@ export const NO_VERSIONS: VersionTally = Object.freeze({ count: 0, live: 0, late
 // Which versions a mutation reads: every one, or those named (the primary is always read too).
 export type VersionSelection = "all" | { ids: readonly number[] };
 
-// A version whose destroyAt has passed is destroyed at once, even if the sweeper has not erased it yet.
 // google.protobuf.Timestamp's last millisecond, 9999-12-31T23:59:59.999Z: a stored time past it cannot be written as a
 // response, and failed the key and every list of its namespace with INTERNAL (storage migration 10 repaired those).
 export const LAST_TIMESTAMP_MS = 253_402_300_799_999;
@@ -82,6 +81,7 @@ export function rotationAfter(from: number, periodMs: number): number {
   return Math.min(from + periodMs, LAST_TIMESTAMP_MS);
 }
 
+// A version whose destroyAt has passed is destroyed at once, even if the sweeper has not erased it yet.
 export function effectiveState(version: Pick<CryptoKeyVersionRecord, "state" | "destroyAt">, now: number): VersionState {
   if (version.state === "DESTROYED_SCHEDULED" && version.destroyAt !== null && version.destroyAt <= now) {
     return "DESTROYED";

@@ -261,7 +261,7 @@ const migrations: { version: number; sql: string }[] = [
   },
 ];
 
-// This build's schema versions (the embedded store's, sqlite/migrations.ts, are the same).
+// This build's schema versions (the embedded store's list mirrors them but for what docs/storage.md says differs).
 export const SCHEMA_VERSIONS: readonly number[] = migrations.map((m) => m.version);
 
 // Runs the migrations not yet applied, each in its own transaction (mode "upgrade", a server); refuses a database a
