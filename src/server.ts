@@ -459,8 +459,13 @@ async function assemble(config: Config, logger: Logger, options: BuildOptions, c
     async close() {
       draining.abort();
       health.shutdown();
-      // First, so that WaitTask calls return now instead of holding up the drain below.
-      const computeStopped = compute.stop();
+      // First, so that WaitTask calls return now instead of holding up the drain below. Its failure (the store refusing
+      // the worker's last writes: a full disk) is reported at the end: left unhandled meanwhile, it ended the process
+      // with exit 1 before the drain, the audit trail's last batch and the store's close (a probe, 2026-11-28).
+      const computeStopped = compute.stop().then(
+        () => null,
+        (err: unknown) => ({ err }),
+      );
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       for (const session of sessions) session.close();
       // Closes h1's idle keep-alive connections and stops its timeout checks; the error it reports (h1 itself
@@ -498,9 +503,10 @@ async function assemble(config: Config, logger: Logger, options: BuildOptions, c
       await sweeper.stop();
       await auditRetention.stop();
       await taskRetention.stop();
-      await computeStopped;
+      const computeFailure = await computeStopped;
       await limiter.close();
       await storage.close();
+      if (computeFailure !== null) throw computeFailure.err;
     },
   };
 }

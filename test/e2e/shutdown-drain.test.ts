@@ -1,7 +1,9 @@
 import http from "node:http";
 import { describe, expect, it } from "vitest";
 import type { Stage } from "../../src/pipeline/stage.js";
-import { startServer } from "../support/server.js";
+import { spawnServer, startServer } from "../support/server.js";
+import { auditRecords } from "../support/store-snapshot.js";
+import { injectWriteFailure } from "../support/write-failure.js";
 import { tempDir } from "../support/temp-dir.js";
 
 // A call that arrives on a kept-alive HTTP/1.1 connection after the server began to shut down used to be served:
@@ -85,6 +87,33 @@ describe("shutting down", () => {
     } finally {
       await again.stop();
       data.remove();
+    }
+  });
+});
+
+// A store refusing the task worker's last write at SIGTERM (a full disk, here a trigger) ended the process at once
+// with Node's unhandled-rejection print, exit 1, skipping the drain, the audit trail's last batch and the store's
+// close (a probe, 2026-11-28). Now the rest of the stop runs, and the failure is logged as the stop's.
+describe("a stop whose task worker cannot retire", () => {
+  it("still drains, stores the trail's last batch and closes the store, then says the stop failed", async () => {
+    const dir = tempDir();
+    try {
+      const server = await spawnServer({ dataDir: dir.path });
+      const key = await fetch(`${server.url}/v1/keys`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${server.token}`, "content-type": "application/json" },
+        body: JSON.stringify({ parentId: "stop" }),
+      });
+      expect(key.status).toBe(200);
+      const removeFailure = injectWriteFailure(dir.path, "compute_workers", "DELETE");
+      expect(await server.kill("SIGTERM")).toBe(1);
+      removeFailure();
+      const lines = server.logs().split("\n").filter((line) => line.startsWith("{")).map((line) => JSON.parse(line) as { msg: string; err?: { message?: string } });
+      expect(lines.find((line) => line.msg === "shutdown failed")?.err?.message).toContain("injected storage failure");
+      expect(server.logs()).not.toContain("triggerUncaughtException");
+      expect(auditRecords(dir.path).map((r) => r.method)).toContain("kms.v1.KeyManagerService/CreateCryptoKey");
+    } finally {
+      dir.remove();
     }
   });
 });
