@@ -9,12 +9,30 @@ const types = {
     oid === INT8_OID && format !== "binary" ? (text: string) => Number(text) : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
 };
 
+// How long opening a connection may take: with PostgreSQL unreachable in silence (a dropped route, a black-holed
+// address) a start waited for ever without a word, and every call for a connection of the pool (a probe of outages,
+// 2026-11-28). TCP keepalive lets the system notice a connection whose peer is gone.
+const connection = { connectionTimeoutMillis: 10_000, keepAlive: true };
+
+// A connection that breaks while it is in use (PostgreSQL restarted, the backend terminated, a reset) makes its client
+// emit "error" besides failing the query in flight. pg-pool listens only while a client is idle, and an "error" with
+// no listener ended the process: every busy server went down with a database restart (a probe of outages,
+// 2026-11-28). The query's rejection carries the error to its caller, and pg-pool drops a broken client when it
+// is released, so the event needs no more than a listener.
+function survive(client: pg.ClientBase): void {
+  client.on("error", () => {});
+}
+
 export function createPool(url: string, max: number): pg.Pool {
-  return new pg.Pool({ connectionString: url, max, types });
+  const pool = new pg.Pool({ connectionString: url, max, types, ...connection });
+  pool.on("connect", survive);
+  return pool;
 }
 
 export function createClient(url: string): pg.Client {
-  return new pg.Client({ connectionString: url, types });
+  const client = new pg.Client({ connectionString: url, types, ...connection });
+  survive(client);
+  return client;
 }
 
 // PostgreSQL's text holds no NUL character (U+0000): a statement given one fails ("invalid byte sequence for
