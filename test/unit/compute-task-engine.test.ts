@@ -10,6 +10,7 @@ import { SimulatedProvider } from "../../src/compute/node-pools/simulated-provid
 import type { TaskRecord } from "../../src/compute/tasks/task-model.js";
 import { createLogger } from "../../src/logger.js";
 import { FakeClock } from "../support/fake-clock.js";
+import { logLines } from "../support/log-lines.js";
 import { tempDir } from "../support/temp-dir.js";
 import { computeStack, domainError, never, reservedIn, testCatalog } from "./compute-fixture.js";
 import type { ComputeStack } from "./compute-fixture.js";
@@ -292,6 +293,27 @@ describe("node pool tasks", () => {
       stack.worker.kick();
       await expect.poll(() => stack.db.prepare("SELECT heartbeat_at FROM compute_workers").pluck().get()).toBe(clock.now());
       await stack.worker.stop();
+    });
+
+    // Two probes (2026-11-28): a run that failed on the store for a moment (a full disk, a dropped connection) left its
+    // task RUNNING, held by the live worker, its pool locked against every change, until the server restarted.
+    it("runs a task again when its run failed on the store, instead of holding it until a restart", async () => {
+      const held = new HeldProvider();
+      const log = logLines();
+      const s = open({ provider: () => held, logger: log.logger });
+      s.worker.start();
+      const task = await create(s, "pool-1", 2);
+      await expect.poll(() => held.calls.length).toBe(1);
+      s.db.exec("CREATE TRIGGER failing BEFORE UPDATE ON compute_tasks BEGIN SELECT RAISE(ABORT, 'injected storage failure'); END");
+      held.letGo();
+      await expect.poll(() => log.lines().some((l) => l.msg === "task run failed; this server runs it again")).toBe(true);
+      s.db.exec("DROP TRIGGER failing");
+      expect((await s.tasks.get("vdc-a", task.id)).status).toBe("RUNNING");
+      clock.advance(1000);
+      s.worker.kick();
+      expect(await wait(s, task)).toMatchObject({ status: "SUCCEEDED", attempts: 1 });
+      expect(held.calls.length).toBe(2);
+      await s.worker.stop();
     });
 
     it("resumes at once after a clean stop, and the provider carries on from the nodes already up", async () => {

@@ -18,8 +18,23 @@ export interface TaskWorkerSettings {
 // task whose worker died (no heartbeat within the lease) is claimed again and resumed, which is why the work it
 // does must be idempotent. One worker per process for every kind of task (node pool and vApp tasks, through
 // combined-queue.ts).
+// A task whose run failed is run again by its worker after this long, doubled with each failure up to the maximum.
+const RETRY_FIRST_MS = 1000;
+const RETRY_MAX_MS = 60_000;
+
+interface Retry<T> {
+  task: T;
+  due: number;
+  delayMs: number;
+}
+
 export class TaskWorker<T extends QueuedTask> {
   private readonly running = new Set<Promise<void>>();
+  // Tasks whose run failed (the store or the provider failing for a moment: a full disk, a dropped connection). The
+  // worker still holds their claims, which no other worker takes while its heartbeat is fresh, so it runs them again
+  // itself: they stayed RUNNING, their pools locked against every change, until the server restarted (two probes,
+  // 2026-11-28). Their work is idempotent, as for a task resumed after a crash.
+  private readonly retries: Retry<T>[] = [];
   private readonly abort = new AbortController();
   private timer: NodeJS.Timeout | null = null;
   private started = false;
@@ -77,19 +92,42 @@ export class TaskWorker<T extends QueuedTask> {
       await this.store.heartbeat(this.settings.workerId, now, now - this.settings.leaseMs);
       this.lastBeat = now;
     }
+    this.runDueRetries();
     while (!this.stopped && this.running.size < this.settings.concurrency) {
       const now = this.clock.now();
       const task = await this.store.claimTask(this.settings.workerId, now, now - this.settings.leaseMs);
       if (task === null) return;
       if (task.attempts > 1) this.logger.info({ taskId: task.id, command: task.command, attempt: task.attempts }, "resuming unfinished task");
-      const run: Promise<void> = this.execute(task, this.settings.workerId, this.abort.signal)
-        .catch((err: unknown) => this.logger.error({ err, taskId: task.id }, "task run failed; it resumes after a restart"))
-        .finally(() => {
-          this.running.delete(run);
-          this.kick();
-        });
-      this.running.add(run);
+      this.run(task, RETRY_FIRST_MS);
     }
+  }
+
+  // The failed runs whose time has come, as far as slots are free. A clock that stepped back makes them due at once.
+  private runDueRetries(): void {
+    const now = this.clock.now();
+    for (let i = 0; i < this.retries.length && !this.stopped && this.running.size < this.settings.concurrency; ) {
+      const retry = this.retries[i]!;
+      if (now < retry.due && now >= retry.due - retry.delayMs) {
+        i++;
+        continue;
+      }
+      this.retries.splice(i, 1);
+      this.run(retry.task, Math.min(RETRY_MAX_MS, retry.delayMs * 2));
+    }
+  }
+
+  // Runs a claimed task; if the run fails, it is run again after `retryMs`.
+  private run(task: T, retryMs: number): void {
+    const run: Promise<void> = this.execute(task, this.settings.workerId, this.abort.signal)
+      .catch((err: unknown) => {
+        this.logger.error({ err, taskId: task.id, retryInSeconds: retryMs / 1000 }, "task run failed; this server runs it again");
+        this.retries.push({ task, due: this.clock.now() + retryMs, delayMs: retryMs });
+      })
+      .finally(() => {
+        this.running.delete(run);
+        this.kick();
+      });
+    this.running.add(run);
   }
 
   // Stops taking tasks, asks the running ones to stop at a safe point, waits for them, and gives up the claims so
