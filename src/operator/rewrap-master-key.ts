@@ -4,7 +4,7 @@ import { rewrapMasterKey } from "../kms/master-key-rewrap.js";
 import type { RewrapStep } from "../kms/master-key-rewrap.js";
 import { readMasterKeyMaterial, resolveMasterKey } from "../kms/master-key-source.js";
 import type { MasterKeyNotices } from "../kms/master-key-source.js";
-import { openDatabaseExclusively } from "../storage/sqlite/database.js";
+import { databasePath, openDatabaseExclusively } from "../storage/sqlite/database.js";
 import { SqliteKmsStore } from "../storage/sqlite/sqlite-kms-store.js";
 
 // npm run rewrap-master-key -- --data-dir DIR --new-master-key-file FILE
@@ -95,8 +95,22 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<void> {
     // probe (2026-11-28), which defeats a re-wrap made because the old key leaked. VACUUM rebuilds the file from the
     // live rows, and the log is emptied after it.
     print("erasing copies of the old wrapping from the database file (VACUUM)");
-    db.exec("VACUUM");
-    db.pragma("wal_checkpoint(TRUNCATE)");
+    // The re-wrap is committed: a failure from here on (VACUUM needs free space of about the database's size) must
+    // not read as a failed re-wrap. It exited 1 with "rewrap-master-key failed: database or disk is full" after
+    // "done", and a script that then deletes the new key file loses the only key that opens the data (a probe on a
+    // full disk, 2026-11-28).
+    try {
+      if (process.env.CLOUDPLANE_TEST_REWRAP_FAIL_VACUUM === "1") throw new Error("database or disk is full (as a test asked)");
+      db.exec("VACUUM");
+      db.pragma("wal_checkpoint(TRUNCATE)");
+    } catch (err) {
+      process.stderr.write(
+        `rewrap-master-key: the re-wrap is done (the data is under the new master key only), but erasing the old ` +
+          `wrapping's copies from the file failed: ${err instanceof Error ? err.message : String(err)}. Keep the new key. ` +
+          `Copies of the old wrapping may remain in the file's free space until it is rebuilt: free space (about the ` +
+          `database's size) and run VACUUM on ${databasePath(settings.dataDir)} with the server stopped\n`,
+      );
+    }
   } finally {
     db.close();
   }
