@@ -1,4 +1,5 @@
 import { Code, ConnectError } from "@connectrpc/connect";
+import { isStoreUnavailable, storeUnavailable } from "../errors/store-unavailable.js";
 import { DomainError } from "../errors/domain-error.js";
 import { deadlineExceeded, protocolError } from "../errors/protocol-errors.js";
 import { internalStatusParts, statusPartsOf } from "../errors/status-details.js";
@@ -31,6 +32,7 @@ const CALLER_CODES: ReadonlySet<Code> = new Set([Code.InvalidArgument, Code.Unim
 export function callErrorOf(thrown: unknown, domain: ErrorDomain, requestId: string, callerGone = false): CallError {
   if (thrown instanceof CallError) return thrown;
   if (thrown instanceof DomainError) return new CallError(statusPartsOf(thrown), false);
+  if (isStoreUnavailable(thrown)) return new CallError(statusPartsOf(storeUnavailable(domain)), false);
   if (thrown instanceof ConnectError) {
     if (thrown.code === Code.DeadlineExceeded) return new CallError(statusPartsOf(deadlineExceeded(domain)), false);
     // The caller went away; nobody reads this answer.

@@ -33,7 +33,9 @@ function auditUnavailable(call: Call): DomainError {
     code: "unavailable",
     reason: "AUDIT_UNAVAILABLE",
     domain: call.entry.policy.domain,
-    message: "the call could not be recorded in the audit trail; retry later",
+    // The record follows the handler's own commit, so a change may have been made: "retry later" alone had callers
+    // create a key twice (a probe on a full disk, 2026-11-28; docs/errors.md).
+    message: "the call could not be recorded in the audit trail, so its result is not returned; a change it made may have taken effect: read before retrying a change",
     retryAfterSeconds: 1,
   });
 }

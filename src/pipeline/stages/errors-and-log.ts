@@ -1,14 +1,31 @@
 import type { Logger } from "pino";
+import { isStoreUnavailable } from "../../errors/store-unavailable.js";
 import type { Call } from "../call.js";
 import { callErrorOf } from "../call-error.js";
 import type { CallError } from "../call-error.js";
 import type { Stage } from "../stage.js";
 
+const MAX_STORE_NOTICES_PER_MINUTE = 10;
+
 // Turns whatever the rest of the call threw into a CallError, and writes the call's log line: faults with their
 // cause at error level, every other outcome at debug level only (per call, it would cost more than the call).
 export function errorsAndLogStage(logger: Logger): Stage {
+  // A store that fails (a full disk, a lost database) is the operator's to see, at warn; at most ten lines a minute,
+  // since under load it fails every call.
+  const storeNotices = { windowStart: Number.NEGATIVE_INFINITY, count: 0 };
+  function storeFailed(call: Call, thrown: unknown): void {
+    const now = performance.now();
+    if (now - storeNotices.windowStart >= 60_000) {
+      storeNotices.windowStart = now;
+      storeNotices.count = 0;
+    }
+    if (storeNotices.count++ >= MAX_STORE_NOTICES_PER_MINUTE) return;
+    logger.warn({ requestId: call.requestId, method: call.method.name, err: thrown }, "the store failed; the call was answered UNAVAILABLE (at most 10 such lines a minute)");
+  }
+
   function failed(call: Call, thrown: unknown): CallError {
     const error = callErrorOf(thrown, call.entry.policy.domain, call.requestId, call.callerGone);
+    if (isStoreUnavailable(thrown)) storeFailed(call, thrown);
     if (error.internal) {
       logger.error({ requestId: call.requestId, method: call.method.name, protocol: call.protocol, err: thrown }, "call failed with an internal error");
     } else if (logger.isLevelEnabled("debug")) {

@@ -1,0 +1,45 @@
+import Database from "better-sqlite3";
+import { DomainError } from "./domain-error.js";
+import type { ErrorDomain } from "./reasons.js";
+
+// Errors that say the store cannot do its work for now, not that the server is at fault: the disk is full or failing,
+// the database is locked past its wait, PostgreSQL refuses, is restarting or cannot be reached. They were INTERNAL,
+// "a fault in the server, quote the request id", which clients do not retry, beside the UNAVAILABLE of the audit
+// trail for the same cause (two probes, a full disk and a PostgreSQL outage, 2026-11-28). Told apart by their codes,
+// never by their texts.
+
+// SQLite's primary result codes (extended codes such as SQLITE_IOERR_WRITE start with them).
+const SQLITE_CODES = ["SQLITE_FULL", "SQLITE_IOERR", "SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_CANTOPEN", "SQLITE_READONLY", "SQLITE_NOMEM"];
+// PostgreSQL's SQLSTATE classes and codes: connection exceptions (08), insufficient resources (53: disk full, out of
+// memory, too many connections), operator intervention (57P01-57P03: a terminated backend, a shutdown, not accepting
+// connections yet), and the serialization failure and deadlock a retry resolves (40001, 40P01).
+const PG_CLASSES = ["08", "53"];
+const PG_CODES = ["57P01", "57P02", "57P03", "40001", "40P01"];
+// Node's codes for a connection that could not be made or was lost.
+const NET_CODES = ["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "EHOSTUNREACH", "ENETUNREACH", "ENOTFOUND", "EAI_AGAIN"];
+
+function sqlstateOf(err: object): string | undefined {
+  // node-postgres's DatabaseError: the server's answer, with its SQLSTATE and severity (the class is not imported,
+  // so that a server on the embedded store never loads the driver).
+  const { code, severity } = err as { code?: unknown; severity?: unknown };
+  return typeof code === "string" && typeof severity === "string" && /^[0-9A-Z]{5}$/.test(code) ? code : undefined;
+}
+
+export function isStoreUnavailable(err: unknown): boolean {
+  if (typeof err !== "object" || err === null) return false;
+  if (err instanceof Database.SqliteError) return SQLITE_CODES.some((code) => err.code.startsWith(code));
+  const sqlstate = sqlstateOf(err);
+  if (sqlstate !== undefined) return PG_CLASSES.includes(sqlstate.slice(0, 2)) || PG_CODES.includes(sqlstate);
+  const { code, syscall } = err as { code?: unknown; syscall?: unknown };
+  return typeof code === "string" && typeof syscall === "string" && NET_CODES.includes(code);
+}
+
+export function storeUnavailable(domain: ErrorDomain): DomainError {
+  return new DomainError({
+    code: "unavailable",
+    reason: "STORE_UNAVAILABLE",
+    domain,
+    message: "the server's store cannot be written or reached for now (a full disk, a lost database connection); retry later",
+    retryAfterSeconds: 1,
+  });
+}
