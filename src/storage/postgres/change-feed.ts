@@ -14,6 +14,8 @@ export interface FeedTiming {
   watchdogMs: number;
   // Wait before connecting again after the listening connection was lost.
   reconnectMs: number;
+  // A listening connection from which no heartbeat has come back for this long is replaced, broken or not.
+  replaceSilentAfterMs: number;
 }
 
 // What the feed tells: the server's changes (ChangeListener), and those only the PostgreSQL store itself acts on.
@@ -23,7 +25,7 @@ export interface FeedListener extends ChangeListener {
 }
 
 // Together these bound how stale a cached key can be (docs/storage.md): 700 + 100 ms.
-export const defaultFeedTiming: FeedTiming = { heartbeatMs: 200, staleAfterMs: 700, watchdogMs: 100, reconnectMs: 500 };
+export const defaultFeedTiming: FeedTiming = { heartbeatMs: 200, staleAfterMs: 700, watchdogMs: 100, reconnectMs: 500, replaceSilentAfterMs: 5000 };
 
 const START_TIMEOUT_MS = 10_000;
 
@@ -36,6 +38,9 @@ const START_TIMEOUT_MS = 10_000;
 // rather than letting it serve material another server has disabled.
 export class ChangeFeed {
   private client: pg.Client | null = null;
+  // Drops the current listening connection and connects again; null while there is none.
+  private drop: ((err?: Error) => void) | null = null;
+  private connectedAt = Number.NEGATIVE_INFINITY;
   private readonly heartbeatChannel = `cloudplane_heartbeat_${randomBytes(8).toString("hex")}`;
   private lastConfirmedSentAt = Number.NEGATIVE_INFINITY;
   private live = false;
@@ -84,6 +89,7 @@ export class ChangeFeed {
     const lost = (err?: Error): void => {
       if (this.client !== client) return;
       this.client = null;
+      this.drop = null;
       client.removeAllListeners("notification");
       void client.end().catch(() => {});
       this.judge();
@@ -97,6 +103,8 @@ export class ChangeFeed {
     await client.query(`LISTEN ${CHANGE_CHANNEL}`);
     await client.query(`LISTEN ${this.heartbeatChannel}`);
     this.client = client;
+    this.drop = lost;
+    this.connectedAt = performance.now();
     // Changes may have gone unannounced while there was no listener: access caches are read again. The key cache is
     // dropped when the feed turns live again (feedLive).
     this.listener.accessChanged();
@@ -140,7 +148,13 @@ export class ChangeFeed {
   }
 
   private judge(): void {
-    const live = this.client !== null && !this.stopped && performance.now() - this.lastConfirmedSentAt <= this.timing.staleAfterMs;
+    const now = performance.now();
+    // A connection gone silent (a dropped route: no error, no end) told nothing for good: the cache served nothing
+    // and WaitTask heard of no other server's task until a restart (a probe of outages, 2026-11-28).
+    if (this.drop !== null && !this.stopped && now - Math.max(this.lastConfirmedSentAt, this.connectedAt) > this.timing.replaceSilentAfterMs) {
+      this.drop(new Error(`no heartbeat came back through it for ${this.timing.replaceSilentAfterMs} ms`));
+    }
+    const live = this.client !== null && !this.stopped && now - this.lastConfirmedSentAt <= this.timing.staleAfterMs;
     if (live === this.live) return;
     this.live = live;
     this.listener.feedLive(live);

@@ -1,0 +1,51 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createLogger } from "../../src/logger.js";
+import { ChangeFeed, defaultFeedTiming } from "../../src/storage/postgres/change-feed.js";
+import { createPool } from "../../src/storage/postgres/sql.js";
+import { createDatabase, postgresAvailable } from "../support/postgres.js";
+import type { TestDatabase } from "../support/postgres.js";
+import { startTcpProxy } from "../support/tcp-proxy.js";
+import type { TcpProxy } from "../support/tcp-proxy.js";
+
+// A probe of outages (2026-11-28): the connection that listens for other servers' changes went silent (a dropped
+// route: no error, no end) and was kept for good; the key cache served nothing and WaitTask heard of no other
+// server's task until a restart. It is now replaced once no heartbeat has come back through it for a while.
+describe.runIf(await postgresAvailable())("the change feed", () => {
+  let database: TestDatabase;
+  let proxy: TcpProxy;
+
+  beforeAll(async () => {
+    database = await createDatabase();
+    const url = new URL(database.url);
+    proxy = await startTcpProxy(Number(url.port || 5432), url.hostname);
+  });
+  afterAll(async () => {
+    await proxy?.close();
+    await database?.drop();
+  });
+
+  it("replaces a listening connection gone silent, and is live again", async () => {
+    const viaProxy = new URL(database.url);
+    viaProxy.hostname = "127.0.0.1";
+    viaProxy.port = String(proxy.port);
+    const pool = createPool(database.url, 2);
+    const lives: boolean[] = [];
+    const ignore = (): void => {};
+    const feed = new ChangeFeed(
+      viaProxy.toString(),
+      pool,
+      { keyChanged: ignore, accessChanged: ignore, taskStored: ignore, taskFinished: ignore, namespaceChanged: ignore, feedLive: (live) => lives.push(live) },
+      createLogger("silent"),
+      { ...defaultFeedTiming, replaceSilentAfterMs: 1000 },
+    );
+    try {
+      await feed.start();
+      expect(lives).toEqual([true]);
+      proxy.silence();
+      await expect.poll(() => lives, { timeout: 5000 }).toEqual([true, false, true]);
+    } finally {
+      await feed.stop();
+      await pool.end();
+    }
+  });
+});

@@ -1,0 +1,44 @@
+import net from "node:net";
+
+// A TCP proxy between the server and a service it depends on (PostgreSQL), for outages: `silence` makes every
+// connection open now go silent (nothing forwarded either way, nothing closed), as a dropped route does, while new
+// connections go through.
+export interface TcpProxy {
+  port: number;
+  silence(): void;
+  close(): Promise<void>;
+}
+
+export async function startTcpProxy(targetPort: number, targetHost: string): Promise<TcpProxy> {
+  const open = new Set<{ client: net.Socket; upstream: net.Socket; silent: boolean }>();
+  const server = net.createServer((client) => {
+    const upstream = net.connect(targetPort, targetHost);
+    const link = { client, upstream, silent: false };
+    open.add(link);
+    const close = (): void => {
+      open.delete(link);
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on("error", close);
+    upstream.on("error", close);
+    client.on("close", () => !link.silent && close());
+    upstream.on("close", () => !link.silent && close());
+    client.on("data", (data: Buffer) => !link.silent && upstream.write(data));
+    upstream.on("data", (data: Buffer) => !link.silent && client.write(data));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    port: (server.address() as net.AddressInfo).port,
+    silence() {
+      for (const link of open) link.silent = true;
+    },
+    async close() {
+      for (const link of open) {
+        link.client.destroy();
+        link.upstream.destroy();
+      }
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
