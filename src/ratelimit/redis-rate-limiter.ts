@@ -10,6 +10,10 @@ import type { Decision, RateClass, RateLimiter, RateLimits } from "./rate-limits
 const CONNECT_WAIT_MS = 5000;
 // A call waits at most this long for Redis; then the store counts as unreachable for it.
 const COMMAND_TIMEOUT_MS = 1000;
+// A connection that ioredis still holds ready but on which no call has succeeded for this long is replaced: one gone
+// silent behind a dropped route (no error, no close) was kept for good, and every call waited its second, or was
+// refused with RATE_LIMIT_STORE_FAILURE=closed, long after Redis was back (a probe of outages, 2026-11-28).
+const REPLACE_SILENT_AFTER_MS = 5000;
 
 // The shared store, selected by REDIS_URL: every server on the same Redis (and key prefix) draws from one budget per
 // credential. rate-limiter-flexible's RateLimiterRedis counts each window atomically in Redis (one round trip per
@@ -21,6 +25,7 @@ export class RedisRateLimiter implements RateLimiter {
   // Whether the last attempt to reach Redis failed: the outage is logged when it starts and when it ends, not once
   // per call.
   private down = false;
+  private lastSuccess = performance.now();
 
   constructor(
     url: string,
@@ -55,10 +60,16 @@ export class RedisRateLimiter implements RateLimiter {
   async take(rateClass: RateClass, key: string): Promise<Decision | null> {
     try {
       const decision = await takeFromWindows(this.windows[rateClass], key);
+      this.lastSuccess = performance.now();
       this.recovered();
       return decision;
     } catch (err) {
       this.failed(err);
+      if (this.client.status === "ready" && performance.now() - this.lastSuccess > REPLACE_SILENT_AFTER_MS) {
+        this.lastSuccess = performance.now();
+        this.logger.warn({ silentForMs: REPLACE_SILENT_AFTER_MS }, "rate limits: no call has reached Redis on its open connection for a while; connecting again");
+        this.client.disconnect(true);
+      }
       return null;
     }
   }
