@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import type { AuditStore } from "../storage/identity-store.js";
+import { LogBudget } from "../shared/log-budget.js";
 import type { AuditRecord } from "./identity-model.js";
 
 // A batch is stored once it holds this many records, without waiting for the end of the turn. Under load a turn
@@ -15,6 +16,8 @@ export class AuditTrail {
   private pending: AuditRecord[] = [];
   private batch: Promise<void> | null = null;
   private settle: { resolve: () => void; reject: (err: unknown) => void } | null = null;
+  // A line a failed batch wrote 2.5 MB of error log in 10 s on a full disk (a probe, 2026-11-28).
+  private readonly failureNotices = new LogBudget(10);
 
   constructor(
     private readonly store: AuditStore,
@@ -47,7 +50,9 @@ export class AuditTrail {
       await this.store.append(records);
       settle.resolve();
     } catch (err) {
-      this.logger.error({ err, records: records.length }, "could not append to the audit trail; the calls fail");
+      if (this.failureNotices.take()) {
+        this.logger.error({ err, records: records.length }, "could not append to the audit trail; the calls fail (at most 10 such lines a minute)");
+      }
       settle.reject(err);
     }
   }

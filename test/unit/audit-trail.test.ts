@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { AuditTrail, MAX_BATCH } from "../../src/identity/audit-trail.js";
 import type { AuditRecord } from "../../src/identity/identity-model.js";
 import { createLogger } from "../../src/logger.js";
+import { logLines } from "../support/log-lines.js";
 import type { AuditStore } from "../../src/storage/identity-store.js";
 
 function record(i: number): AuditRecord {
@@ -66,5 +67,16 @@ describe("AuditTrail", () => {
     expect(outcomes.slice(0, MAX_BATCH).every((o) => o.status === "rejected")).toBe(true);
     expect(outcomes[MAX_BATCH]).toEqual({ status: "fulfilled", value: undefined });
     expect(store.batches.map((b) => b.length)).toEqual([MAX_BATCH, 1]);
+  });
+
+  // A probe on a full disk (2026-11-28): one error line with its stack per failed batch, 2.5 MB in 10 s under load.
+  it("logs at most ten failed batches a minute, while every one still fails its calls", async () => {
+    const store = memoryStore(Array.from({ length: 25 }, (_, i) => i));
+    const log = logLines();
+    const trail = new AuditTrail(store, log.logger);
+    const outcomes: PromiseSettledResult<void>[] = [];
+    for (let i = 0; i < 25; i++) outcomes.push(...(await Promise.allSettled([trail.append(record(i))])));
+    expect(outcomes.every((o) => o.status === "rejected")).toBe(true);
+    expect(log.lines().filter((l) => l.level === 50).length).toBe(10);
   });
 });

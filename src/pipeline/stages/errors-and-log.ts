@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import { isStoreUnavailable } from "../../errors/store-unavailable.js";
+import { LogBudget } from "../../shared/log-budget.js";
 import type { Call } from "../call.js";
 import { callErrorOf } from "../call-error.js";
 import type { CallError } from "../call-error.js";
@@ -12,14 +13,9 @@ const MAX_STORE_NOTICES_PER_MINUTE = 10;
 export function errorsAndLogStage(logger: Logger): Stage {
   // A store that fails (a full disk, a lost database) is the operator's to see, at warn; at most ten lines a minute,
   // since under load it fails every call.
-  const storeNotices = { windowStart: Number.NEGATIVE_INFINITY, count: 0 };
+  const storeNotices = new LogBudget(MAX_STORE_NOTICES_PER_MINUTE);
   function storeFailed(call: Call, thrown: unknown): void {
-    const now = performance.now();
-    if (now - storeNotices.windowStart >= 60_000) {
-      storeNotices.windowStart = now;
-      storeNotices.count = 0;
-    }
-    if (storeNotices.count++ >= MAX_STORE_NOTICES_PER_MINUTE) return;
+    if (!storeNotices.take()) return;
     logger.warn({ requestId: call.requestId, method: call.method.name, err: thrown }, "the store failed; the call was answered UNAVAILABLE (at most 10 such lines a minute)");
   }
 
