@@ -98,6 +98,9 @@ export interface BuildOptions {
   extraStages?: Stage[];
 }
 
+// How long the database may go unheard before /readyz says so: longer than a busy event loop delays a heartbeat.
+const STORE_LOST_NOT_READY_MS = 5000;
+
 type Req = NodeRequest;
 type Res = NodeResponse;
 
@@ -165,6 +168,10 @@ async function assemble(config: Config, logger: Logger, options: BuildOptions, c
   const identity = new IdentityAdmin(identityStore, clock, () => accessWatcher.dropCaches());
   await storage.exclusively(() => bootstrapAdmin(identity, config.dataDir, logger));
   const audit = new AuditTrail(storage.audit, logger);
+  // Since when the change feed has not heard the database (PostgreSQL; null while it does, and always on the embedded
+  // store): /readyz answers 503 once that has lasted STORE_LOST_NOT_READY_MS, so that a balancer sends calls to
+  // servers that can serve them. It stayed 200 while no call could succeed (a probe of outages, 2026-11-28).
+  let storeLostAt: number | null = null;
   const auditRetention = new AuditRetention(storage.audit, clock, config.auditRetentionMs, config.sweepIntervalMs, logger);
   // Other servers' changes on a shared store: the caches follow them (storage.ts).
   await storage.watch({
@@ -172,7 +179,10 @@ async function assemble(config: Config, logger: Logger, options: BuildOptions, c
     accessChanged: () => accessWatcher.dropCaches(),
     taskStored: () => compute.kick(),
     taskFinished: (taskId) => compute.taskFinished(taskId),
-    feedLive: (live) => keyCache.trust(live),
+    feedLive: (live) => {
+      keyCache.trust(live);
+      storeLostAt = live ? null : (storeLostAt ?? performance.now());
+    },
   });
 
   // Every call of every protocol runs through these stages (src/pipeline/stages.ts).
@@ -258,10 +268,11 @@ async function assemble(config: Config, logger: Logger, options: BuildOptions, c
       const path = (req.url ?? "/").split("?")[0] ?? "/";
       if (staticFiles(req, res, path)) return;
       if (path === "/healthz" || path === "/readyz") {
-        const ok = path === "/healthz" || !draining.signal.aborted;
+        const storeLost = storeLostAt !== null && performance.now() - storeLostAt >= STORE_LOST_NOT_READY_MS;
+        const status = path === "/healthz" ? "ok" : draining.signal.aborted ? "shutting down" : storeLost ? "store unreachable" : "ok";
         // Every response carries a request id (docs/errors.md), these too, which no call pipeline answers.
-        res.writeHead(ok ? 200 : 503, { "content-type": "application/json", "x-request-id": requestIdOf(req.headers["x-request-id"]?.toString()) });
-        res.end(JSON.stringify({ status: ok ? "ok" : "shutting down" }));
+        res.writeHead(status === "ok" ? 200 : 503, { "content-type": "application/json", "x-request-id": requestIdOf(req.headers["x-request-id"]?.toString()) });
+        res.end(JSON.stringify({ status }));
         return;
       }
       if (path === "/metrics" && metrics !== null) {

@@ -4,6 +4,8 @@ import { createDatabase, postgresAvailable } from "../support/postgres.js";
 import type { TestDatabase } from "../support/postgres.js";
 import { spawnServer } from "../support/server.js";
 import type { SpawnedServer } from "../support/server.js";
+import { startTcpProxy } from "../support/tcp-proxy.js";
+import type { TcpProxy } from "../support/tcp-proxy.js";
 import { tempDir } from "../support/temp-dir.js";
 
 // PostgreSQL going away under a server (docs/storage.md, "Outages"). A probe (2026-11-28): a connection that broke
@@ -63,5 +65,46 @@ describe.runIf(await postgresAvailable())("a server on PostgreSQL whose connecti
     expect(statuses.filter((s) => s === 0)).toEqual([]);
     expect(statuses.filter((s) => s === 200).length).toBeGreaterThan(0);
     await expect.poll(create, { timeout: 10_000 }).toBe(200);
+  });
+});
+
+// A probe (2026-11-28): with the database unreachable, /readyz stayed 200 while no call could succeed, so a balancer
+// kept sending calls to the server. It answers 503 "store unreachable" once the change feed has not heard the
+// database for 5 s, and 200 again once it does.
+describe.runIf(await postgresAvailable())("readiness of a server whose database is unreachable", () => {
+  const dir = tempDir();
+  let database: TestDatabase;
+  let proxy: TcpProxy;
+  let server: SpawnedServer;
+
+  beforeAll(async () => {
+    database = await createDatabase();
+    const url = new URL(database.url);
+    proxy = await startTcpProxy(Number(url.port || 5432), url.hostname);
+    url.hostname = "127.0.0.1";
+    url.port = String(proxy.port);
+    server = await spawnServer({ dataDir: dir.path, env: { DATABASE_URL: url.toString(), MASTER_KEY: Buffer.alloc(32, 6).toString("base64") } });
+  });
+  afterAll(async () => {
+    await server?.kill("SIGKILL");
+    await proxy?.close();
+    await database?.drop();
+    dir.remove();
+  });
+
+  const ready = async (): Promise<string> => {
+    const res = await fetch(`${server.url}/readyz`);
+    return `${res.status} ${((await res.json()) as { status: string }).status}`;
+  };
+
+  it("says not ready while the database is unheard for 5 s, and ready again once it is back", { timeout: 60_000 }, async () => {
+    expect(await ready()).toBe("200 ok");
+    proxy.blackhole();
+    const lost = performance.now();
+    await expect.poll(ready, { timeout: 20_000, interval: 250 }).toBe("503 store unreachable");
+    expect(performance.now() - lost).toBeGreaterThanOrEqual(5000);
+    expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
+    proxy.restore();
+    await expect.poll(ready, { timeout: 20_000, interval: 250 }).toBe("200 ok");
   });
 });

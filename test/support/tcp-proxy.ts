@@ -1,19 +1,22 @@
 import net from "node:net";
 
-// A TCP proxy between the server and a service it depends on (PostgreSQL), for outages: `silence` makes every
+// A TCP proxy between the server and a service it depends on (PostgreSQL, Redis), for outages: `silence` makes every
 // connection open now go silent (nothing forwarded either way, nothing closed), as a dropped route does, while new
-// connections go through.
+// connections go through; `blackhole` makes new ones silent too, until `restore`.
 export interface TcpProxy {
   port: number;
   silence(): void;
+  blackhole(): void;
+  restore(): void;
   close(): Promise<void>;
 }
 
 export async function startTcpProxy(targetPort: number, targetHost: string): Promise<TcpProxy> {
   const open = new Set<{ client: net.Socket; upstream: net.Socket; silent: boolean }>();
+  let blackholed = false;
   const server = net.createServer((client) => {
     const upstream = net.connect(targetPort, targetHost);
-    const link = { client, upstream, silent: false };
+    const link = { client, upstream, silent: blackholed };
     open.add(link);
     const close = (): void => {
       open.delete(link);
@@ -32,6 +35,13 @@ export async function startTcpProxy(targetPort: number, targetHost: string): Pro
     port: (server.address() as net.AddressInfo).port,
     silence() {
       for (const link of open) link.silent = true;
+    },
+    blackhole() {
+      blackholed = true;
+      for (const link of open) link.silent = true;
+    },
+    restore() {
+      blackholed = false;
     },
     async close() {
       for (const link of open) {
