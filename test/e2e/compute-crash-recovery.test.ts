@@ -22,20 +22,25 @@ describe("a node pool task interrupted by SIGKILL", () => {
     dir.remove();
   });
 
-  it("resumes after a restart on the same data directory and leaves the pool RUNNING", { timeout: 120_000 }, async () => {
-    const env = { CATALOG_FILE: writeTestCatalog(dir.path), PROVIDER_DELAY_MS: "1500" };
-    const dataDir = `${dir.path}/data`;
-    const first = await spawnServer({ dataDir, env });
+  // A server on a new data directory, and a pool being created on it; the create task's path.
+  async function creating(env: Record<string, string>, nodePoolName: string, count: number): Promise<{ first: SpawnedServer; task: JsonObject; taskPath: string }> {
+    const first = await spawnServer({ dataDir: `${dir.path}/data`, env });
     servers.push(first);
     const created = await rest(first.url, "POST", `/cluster/v1/${VDC}/node-pools`, {
       clusterId: CLUSTER,
       nodeConfig: { computeFlavor: FLAVOR },
-      nodePoolName: "survivor",
-      scalePolicy: { fixedScale: { count: 4 } },
+      nodePoolName,
+      scalePolicy: { fixedScale: { count } },
     });
     expect(created.status).toBe(200);
     const task = created.json.task as JsonObject;
-    const taskPath = `/cluster/v1/${VDC}/tasks/${String(task.id)}`;
+    return { first, task, taskPath: `/cluster/v1/${VDC}/tasks/${String(task.id)}` };
+  }
+
+  it("resumes after a restart on the same data directory and leaves the pool RUNNING", { timeout: 120_000 }, async () => {
+    const env = { CATALOG_FILE: writeTestCatalog(dir.path), PROVIDER_DELAY_MS: "1500" };
+    const dataDir = `${dir.path}/data`;
+    const { first, task, taskPath } = await creating(env, "survivor", 4);
     const nodePoolId = restNodePoolId(task);
 
     // Wait until a worker runs it and the first node is up, then pull the plug.
@@ -62,15 +67,7 @@ describe("a node pool task interrupted by SIGKILL", () => {
   it("is resumed at once after the clock stepped back: the data directory's lock proves its worker dead", { timeout: 60_000 }, async () => {
     const env = { CATALOG_FILE: writeTestCatalog(dir.path), PROVIDER_DELAY_MS: "1000" };
     const dataDir = `${dir.path}/data`;
-    const first = await spawnServer({ dataDir, env });
-    servers.push(first);
-    const created = await rest(first.url, "POST", `/cluster/v1/${VDC}/node-pools`, {
-      clusterId: CLUSTER,
-      nodeConfig: { computeFlavor: FLAVOR },
-      nodePoolName: "ahead",
-      scalePolicy: { fixedScale: { count: 2 } },
-    });
-    const taskPath = `/cluster/v1/${VDC}/tasks/${String((created.json.task as JsonObject).id)}`;
+    const { first, taskPath } = await creating(env, "ahead", 2);
     await expect.poll(async () => ((await rest(first.url, "GET", taskPath)).json.task as JsonObject).status, { timeout: 10_000 }).toBe("RUNNING");
     await first.kill("SIGKILL");
     servers.splice(servers.indexOf(first), 1);
