@@ -54,6 +54,7 @@ const specs = {
   headersTimeoutSeconds: { flag: "headers-timeout-seconds", env: "HEADERS_TIMEOUT_SECONDS", description: "time a connection has for its first bytes (HTTP/2 preface or HTTP/1.1 request head) and an HTTP/1.1 request for its head; then it is closed", default: "10" },
   requestTimeoutSeconds: { flag: "request-timeout-seconds", env: "REQUEST_TIMEOUT_SECONDS", description: "time a request has to arrive whole, body included, on every protocol (streaming reflection exempt); then it is refused (HTTP/1.1: 408) or its stream reset", default: "30" },
   idleTimeoutSeconds: { flag: "idle-timeout-seconds", env: "IDLE_TIMEOUT_SECONDS", description: "an HTTP/1.1 keep-alive connection or HTTP/2 session with no traffic for this long is closed (HTTP/2: GOAWAY, calls in flight finish)", default: "60" },
+  maxBufferedRequestBytes: { flag: "max-buffered-request-bytes", env: "MAX_BUFFERED_REQUEST_BYTES", description: "request bodies the server holds in memory at once, all connections together, while they arrive (REST, gRPC, the virtualization API); a body past it is refused UNAVAILABLE, to be retried", default: String(64 * 1024 * 1024) },
   maxConnections: { flag: "max-connections", env: "MAX_CONNECTIONS", description: "open connections the server accepts at once; more are closed on arrival", default: "10000" },
   maxUnsentOutputBytes: { flag: "max-unsent-output-bytes", env: "MAX_UNSENT_OUTPUT_BYTES", description: "bytes of answers one connection (an HTTP/1.1 socket, an HTTP/2 session) may hold that its client has not read yet; past it, or with unsent answers and nothing read for --idle-timeout-seconds, the connection is closed. Enough for the largest answer (a list of 1,000 keys, about 10 MB) to a client that reads slowly", default: String(16 * 1024 * 1024) },
   maxLongLivedCalls: { flag: "max-long-lived-calls", env: "MAX_LONG_LIVED_CALLS", description: "calls open by design (health Watch, streaming reflection) the server holds at once, about 55 KB each; more are refused RESOURCE_EXHAUSTED", default: "1000" },
@@ -102,6 +103,7 @@ export interface Config {
   requestTimeoutMs: number;
   idleTimeoutMs: number;
   maxConnections: number;
+  maxBufferedRequestBytes: number;
   maxUnsentOutputBytes: number;
   http2MaxStreams: number;
   maxLongLivedCalls: number;
@@ -376,6 +378,8 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config | "he
     requestTimeoutMs,
     idleTimeoutMs: integer("idleTimeoutSeconds", raw("idleTimeoutSeconds"), 1, 24 * 3600) * 1000,
     maxConnections: integer("maxConnections", raw("maxConnections"), 1, 1_000_000),
+    // At least one request of the largest size, so that a lone one is never refused.
+    maxBufferedRequestBytes: integer("maxBufferedRequestBytes", raw("maxBufferedRequestBytes"), 4 * 1024 * 1024, 64 * 1024 * 1024 * 1024),
     maxUnsentOutputBytes: integer("maxUnsentOutputBytes", raw("maxUnsentOutputBytes"), 16 * 1024, 2 ** 40),
     http2MaxStreams: integer("http2MaxStreams", raw("http2MaxStreams"), 1, 10_000),
     maxLongLivedCalls: integer("maxLongLivedCalls", raw("maxLongLivedCalls"), 1, 1_000_000),

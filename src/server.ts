@@ -65,6 +65,7 @@ import { createRestHandler } from "./transport/rest/rest-handler.js";
 import { createStaticFiles } from "./transport/static-files.js";
 import { createMetricsEndpoint } from "./transport/metrics-endpoint.js";
 import { createVcdHandler } from "./transport/vcd/vcd-handler.js";
+import { BodyBudget } from "./transport/limits/body-budget.js";
 import { isVcdPath } from "./transport/vcd/vcd-paths.js";
 import { RouteTable } from "./transport/rest/route-table.js";
 import { http2HeadRefusal, refuseRequestTarget } from "./transport/rest/request-target.js";
@@ -213,7 +214,8 @@ async function assemble(config: Config, logger: Logger, options: BuildOptions, c
   const table = new MethodTable(served, infrastructureServices, stages);
   const longLived = longLivedPaths(table);
   const direct = config.callPath === "direct";
-  const grpc = direct ? new GrpcUnaryAdapter(table, cryptoEncoders(table), logger, MAX_REQUEST_BYTES) : null;
+  const bodyBudget = new BodyBudget(config.maxBufferedRequestBytes);
+  const grpc = direct ? new GrpcUnaryAdapter(table, cryptoEncoders(table), logger, MAX_REQUEST_BYTES, bodyBudget) : null;
 
   // Starts and ends of Connect-served calls, and request timeouts, run while the turn of the event loop has taken
   // less than this (fair-turns.ts): each costs up to about 1 ms, so a turn stays near 10 ms whatever arrives at once.
@@ -233,6 +235,7 @@ async function assemble(config: Config, logger: Logger, options: BuildOptions, c
   const rest = createRestHandler({
     routes: restRoutes,
     maxBodyBytes: MAX_REQUEST_BYTES,
+    bodyBudget,
     logger,
     viaConnect: direct ? null : connect.handlers,
   });
@@ -260,7 +263,7 @@ async function assemble(config: Config, logger: Logger, options: BuildOptions, c
     (file) => logger.warn(`${file} is missing, so /console is not served: run npm run build`),
   );
 
-  const vcd = createVcdHandler({ table, supportedVersions: config.vcdApiVersions, logger });
+  const vcd = createVcdHandler({ table, supportedVersions: config.vcdApiVersions, bodyBudget, logger });
 
   // Not async: the REST handler catches whatever its call throws, so there is nothing left to await here.
   function fallback(req: Req, res: Res): void {

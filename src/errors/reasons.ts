@@ -49,6 +49,7 @@ export const reasons = {
   RATE_LIMIT_EXCEEDED: "The credential made more calls of this HTTP method (GET, or POST with PATCH and DELETE) than the limit per minute or per day allows; ErrorInfo metadata gives method, limitPerMinute and limitPerDay, QuotaFailure the window that holds the caller back longest (the day once it is spent), RetryInfo (and Retry-After) when it starts afresh.",
   RATE_LIMITER_UNAVAILABLE: "The shared store of the rate limits (Redis) cannot be reached and the server is set to refuse calls it cannot count (RATE_LIMIT_STORE_FAILURE=closed); retry after the RetryInfo delay.",
   AUDIT_UNAVAILABLE: "The call could not be recorded in the audit trail, so its result is not returned; a change it made may have taken effect all the same (read before retrying a change); retry later.",
+  REQUEST_BODIES_BUSY: "The server holds as many request bodies in memory as MAX_BUFFERED_REQUEST_BYTES allows, all connections together; retry after the RetryInfo delay.",
   STORE_UNAVAILABLE: "The server's store cannot be written or reached for now (a full disk, a lost or refused database connection); retry after the RetryInfo delay.",
 } as const;
 

@@ -1,4 +1,5 @@
 import http from "node:http";
+import { BodyBudget } from "../../src/transport/limits/body-budget.js";
 import http2 from "node:http2";
 import type { AddressInfo } from "node:net";
 import { create, fromBinary } from "@bufbuild/protobuf";
@@ -101,7 +102,7 @@ beforeAll(async () => {
   const logger = createLogger("silent");
   const stages = [...stagesWithoutAccess(logger), recordRequestId];
   const table = methodTableOf([KeyManagerService, ItemService], { ...kmsHandlers, ...itemHandlers }, stages);
-  const rest = createRestHandler({ routes: new RouteTable(table), maxBodyBytes: MAX, logger, viaConnect: null });
+  const rest = createRestHandler({ routes: new RouteTable(table), maxBodyBytes: MAX, bodyBudget: new BodyBudget(64 * 1024 * 1024), logger, viaConnect: null });
   const handler = (req: http.IncomingMessage | http2.Http2ServerRequest, res: http.ServerResponse | http2.Http2ServerResponse) =>
     void rest(req as never, res as never);
   server = http.createServer(handler);

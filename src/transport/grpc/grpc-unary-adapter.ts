@@ -1,4 +1,6 @@
 import http2 from "node:http2";
+import { serverBusy } from "../limits/body-budget.js";
+import type { BodyBudget } from "../limits/body-budget.js";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import type { Logger } from "pino";
 import { invalidTimeout, malformedBody, notOneMessage, overLimits, requestTooLarge } from "../../errors/protocol-errors.js";
@@ -61,6 +63,9 @@ interface PendingCall {
   rest: Buffer[] | null;
   size: number;
   tooLarge: boolean;
+  // Refused for the server's budget of request bodies; and the bytes of this body the budget holds.
+  busy: boolean;
+  held: number;
   // performance.now() when the stream arrived: the caller's deadline counts from there, as Connect's does, not from
   // the end of the body (a body sent 1.5 s late under a 1 s deadline ran its handler for a second more).
   readonly arrived: number;
@@ -86,13 +91,32 @@ function onData(this: PendingStream, chunk: Buffer): void {
   if (isTooLarge(call, chunk)) {
     // Answered at once rather than at the end of a body that may never end; what was read is let go.
     call.tooLarge = true;
-    call.first = null;
-    call.rest = null;
-    this.off("data", onData);
-    this.off("end", onEnd);
-    call.adapter.finish(this, call);
+    dropBody(this, call);
   } else if (call.first === null) call.first = chunk;
-  else (call.rest ??= [call.first]).push(chunk);
+  else if (!holdMore(this, call, chunk)) {
+    call.busy = true;
+    dropBody(this, call);
+  } else (call.rest ??= [call.first]).push(chunk);
+}
+
+function dropBody(stream: PendingStream, call: PendingCall): void {
+  call.first = null;
+  call.rest = null;
+  stream.off("data", onData);
+  stream.off("end", onEnd);
+  call.adapter.finish(stream, call);
+}
+
+// A body of more than one chunk counts against the server's budget (body-budget.ts) from its second chunk until the
+// stream closes; one of a single chunk (a 1 KiB call: nearly every one) is read and run in the same turn, and adds
+// neither the count nor a listener to the hot path.
+function holdMore(stream: PendingStream, call: PendingCall, chunk: Buffer): boolean {
+  const budget = call.adapter.bodyBudget;
+  const bytes = call.held === 0 ? call.first!.length + chunk.length : chunk.length;
+  if (!budget.take(bytes)) return false;
+  if (call.held === 0) stream.once("close", () => budget.give(call.held));
+  call.held += bytes;
+  return true;
 }
 
 function onEnd(this: PendingStream): void {
@@ -121,6 +145,7 @@ export class GrpcUnaryAdapter {
     private readonly encoders: ReadonlyMap<MethodEntry, ResponseEncoder>,
     private readonly logger: Logger,
     readonly maxMessageBytes: number,
+    readonly bodyBudget: BodyBudget,
   ) {}
 
   // Returns false, touching nothing, when the stream is not one of ours.
@@ -133,7 +158,7 @@ export class GrpcUnaryAdapter {
     const encoding = headers["grpc-encoding"];
     if (encoding !== undefined && encoding !== "identity") return false;
 
-    const call: PendingCall = { adapter: this, entry, headers, first: null, rest: null, size: 0, tooLarge: false, arrived: performance.now() };
+    const call: PendingCall = { adapter: this, entry, headers, first: null, rest: null, size: 0, tooLarge: false, busy: false, held: 0, arrived: performance.now() };
     // Refused before the body is read, as Connect refuses it (connect-refusals.ts); the unread body is then
     // reset after the status. The deadline stage reads the valid ones.
     const given = headers["grpc-timeout"];
@@ -158,6 +183,10 @@ export class GrpcUnaryAdapter {
     const domain = entry.policy.domain;
     if (pending.tooLarge) {
       this.refuse(stream, pending, new CallError(statusPartsOf(requestTooLarge(domain, this.maxMessageBytes)), false));
+      return;
+    }
+    if (pending.busy) {
+      this.refuse(stream, pending, new CallError(statusPartsOf(serverBusy(domain, this.bodyBudget.maxBytes)), false));
       return;
     }
     const body = pending.rest !== null ? Buffer.concat(pending.rest, pending.size) : (pending.first ?? Buffer.alloc(0));

@@ -13,6 +13,7 @@ import type { UniversalHandler } from "../connect/connect-internals.js";
 import { addressKey, startedKey, viaRestKey } from "../connect/pipeline-interceptor.js";
 import { NodeHeaders } from "../header-source.js";
 import type { NodeRequest, NodeResponse } from "../node-types.js";
+import type { BodyBudget } from "../limits/body-budget.js";
 import { ClientGoneError, readBody } from "./body-reader.js";
 import { forwardRequestHeaders, responseHeadersOf } from "./http-headers.js";
 import { resultToRestJson, toRestJson } from "./json-any.js";
@@ -26,6 +27,7 @@ export type RestHandler = (req: NodeRequest, res: NodeResponse) => Promise<void>
 export interface RestHandlerOptions {
   routes: RouteTable;
   maxBodyBytes: number;
+  bodyBudget: BodyBudget;
   logger: Logger;
   // When set (CALL_PATH=connect), calls go through these Connect handlers in-process instead of straight into
   // the pipeline: the reference path the direct one is checked against.
@@ -52,7 +54,7 @@ export function createRestHandler(opts: RestHandlerOptions): RestHandler {
         outcome = found;
       } else {
         domain = found.route.entry.policy.domain;
-        const body = await readBody(req, opts.maxBodyBytes, domain);
+        const body = await readBody(req, opts.maxBodyBytes, domain, opts.bodyBudget);
         outcome = invoke(found.route, readMessage(req, found, body), req, res, requestId, started);
         if (outcome instanceof Promise) outcome = await outcome;
       }

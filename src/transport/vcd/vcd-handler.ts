@@ -11,6 +11,7 @@ import { Call, requestIdOf } from "../../pipeline/call.js";
 import type { MethodEntry, MethodTable } from "../../pipeline/method-table.js";
 import { NodeHeaders } from "../header-source.js";
 import type { NodeRequest, NodeResponse } from "../node-types.js";
+import type { BodyBudget } from "../limits/body-budget.js";
 import { ClientGoneError, readBody } from "../rest/body-reader.js";
 import { requestAuthority } from "../rest/request-target.js";
 import { MEDIA, queryRecordsDocument, taskDocument, vappDocument, vappHref } from "./vcd-documents.js";
@@ -26,6 +27,7 @@ import { XmlRefusal } from "./xml-refusal.js";
 export interface VcdSettings {
   table: MethodTable;
   supportedVersions: readonly string[];
+  bodyBudget: BodyBudget;
   logger: Logger;
 }
 
@@ -129,7 +131,7 @@ export function createVcdHandler(settings: VcdSettings): (req: NodeRequest, res:
     }
     let request;
     try {
-      request = decodeInstantiateParams(utf8Text(await readBody(req, MAX_XML_BODY_BYTES, instantiate.policy.domain)), vdcId);
+      request = decodeInstantiateParams(utf8Text(await readBody(req, MAX_XML_BODY_BYTES, instantiate.policy.domain, settings.bodyBudget)), vdcId);
     } catch (err) {
       if (err instanceof XmlRefusal) return refusal(version, 400, err.message, "XML_INVALID");
       if (err instanceof ClientGoneError) throw err;

@@ -1,0 +1,109 @@
+import http from "node:http";
+import http2 from "node:http2";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startServer } from "../support/server.js";
+import type { TestServer } from "../support/server.js";
+
+// Request bodies are read whole before authentication can refuse them, and nothing bounded how many the server held
+// at once: 128 streams of 4 MB with a bad token on one HTTP/2 connection took it to 1.4 GB (a probe, 2026-11-28). The
+// server holds MAX_BUFFERED_REQUEST_BYTES of them, all connections together (here 4 MiB, the least it takes), and
+// refuses a body past that with UNAVAILABLE REQUEST_BODIES_BUSY, to be retried; a body whole or gone gives its bytes
+// back.
+
+const BUDGET = 4 * 1024 * 1024;
+const PART = Buffer.alloc(2_500_000, 0x61);
+
+let server: TestServer;
+beforeAll(async () => {
+  server = await startServer({ env: { MAX_BUFFERED_REQUEST_BYTES: String(BUDGET) } });
+});
+afterAll(() => server.stop());
+
+const settle = () => new Promise((resolve) => setTimeout(resolve, 300));
+// What a promise gives within a moment, or "pending": a body the budget took is still being read, not answered.
+const soon = <T>(p: Promise<T>): Promise<T | "pending"> => Promise.race([p, settle().then(() => "pending" as const)]);
+
+// A REST Encrypt whose body is declared at 3 MB and sent in part: it holds its bytes until it is ended or dropped.
+function partialRest(): http.ClientRequest {
+  const req = http.request(`${server.url}/v1/encrypt`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${server.token}`, "content-type": "application/json", "content-length": 3_000_000 },
+  });
+  req.on("error", () => {});
+  req.write(PART);
+  return req;
+}
+
+function answerOf(req: http.ClientRequest): Promise<{ status: number; retryAfter: string | undefined; body: { code?: number; message?: string } }> {
+  return new Promise((resolve) => {
+    req.on("response", (res) => {
+      let text = "";
+      res.on("data", (chunk: Buffer) => (text += chunk.toString()));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, retryAfter: res.headers["retry-after"], body: JSON.parse(text) as { code?: number } }));
+    });
+  });
+}
+
+const busyMessage = `the server holds as many request bodies as it may (${BUDGET} bytes in all); retry in a moment`;
+
+describe("the server's budget of request bodies", () => {
+  it("refuses a REST body past it with 503 REQUEST_BODIES_BUSY, and takes one again once the first is gone", async () => {
+    const first = partialRest();
+    await settle();
+    const second = partialRest();
+    const refused = await answerOf(second);
+    expect(refused).toEqual({ status: 503, retryAfter: "1", body: expect.objectContaining({ code: 14, message: busyMessage }) });
+    second.destroy();
+    first.destroy();
+    await settle();
+    // The first's bytes were given back: the third is taken (still being read), and the fourth refused as the second.
+    const third = partialRest();
+    expect(await soon(answerOf(third))).toBe("pending");
+    const fourth = partialRest();
+    expect((await answerOf(fourth)).status).toBe(503);
+    third.destroy();
+    fourth.destroy();
+    await settle();
+    const small = await fetch(`${server.url}/v1/encrypt`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${server.token}`, "content-type": "application/json" },
+      body: JSON.stringify({ keyId: "none", plaintext: "eA==" }),
+    });
+    expect(small.status).toBe(404);
+  });
+
+  it("refuses a gRPC body past it with UNAVAILABLE, and gives the bytes of a reset stream back", async () => {
+    const session = http2.connect(server.url);
+    session.on("error", () => {});
+    const grpcCall = (): http2.ClientHttp2Stream => {
+      const stream = session.request({ ":method": "POST", ":path": "/kms.v1.KeyManagerService/Encrypt", "content-type": "application/grpc", te: "trailers", authorization: `Bearer ${server.token}` });
+      stream.on("error", () => {});
+      const prefix = Buffer.alloc(5);
+      prefix.writeUInt32BE(3_000_000, 1);
+      stream.write(Buffer.concat([prefix, PART]));
+      return stream;
+    };
+    const statusOf = (stream: http2.ClientHttp2Stream): Promise<string> =>
+      new Promise((resolve) => {
+        let headers: http2.IncomingHttpHeaders = {};
+        stream.on("response", (h) => (headers = h));
+        stream.on("trailers", (t) => resolve(`${String(t["grpc-status"])} ${decodeURIComponent(String(t["grpc-message"]))}`));
+        stream.on("close", () => resolve(`${String(headers["grpc-status"])} ${decodeURIComponent(String(headers["grpc-message"]))}`));
+        stream.on("data", () => {});
+      });
+    try {
+      const first = grpcCall();
+      await settle();
+      expect(await statusOf(grpcCall())).toBe(`14 ${busyMessage}`);
+      first.close(http2.constants.NGHTTP2_CANCEL);
+      await settle();
+      // The reset stream's bytes were given back: another is taken (still being read), and one more refused.
+      const again = grpcCall();
+      expect(await soon(statusOf(again))).toBe("pending");
+      expect(await statusOf(grpcCall())).toBe(`14 ${busyMessage}`);
+      again.close(http2.constants.NGHTTP2_CANCEL);
+    } finally {
+      session.destroy();
+    }
+  });
+});
