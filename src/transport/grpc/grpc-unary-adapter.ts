@@ -1,9 +1,9 @@
 import http2 from "node:http2";
-import { serverBusy } from "../limits/body-budget.js";
-import type { BodyBudget } from "../limits/body-budget.js";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import type { Logger } from "pino";
 import { invalidTimeout, malformedBody, notOneMessage, overLimits, requestTooLarge } from "../../errors/protocol-errors.js";
+import { serverBusy } from "../limits/body-budget.js";
+import type { BodyBudget } from "../limits/body-budget.js";
 import { statusPartsOf } from "../../errors/status-details.js";
 import { toConnectError } from "../../errors/to-connect-error.js";
 import { Call, requestIdOf } from "../../pipeline/call.js";
