@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "../../src/logger.js";
 import { ChangeFeed, defaultFeedTiming } from "../../src/storage/postgres/change-feed.js";
 import { createPool } from "../../src/storage/postgres/sql.js";
+import { logLines } from "../support/log-lines.js";
 import { createDatabase, postgresAvailable } from "../support/postgres.js";
 import type { TestDatabase } from "../support/postgres.js";
 import { startTcpProxy } from "../support/tcp-proxy.js";
@@ -43,6 +44,34 @@ describe.runIf(await postgresAvailable())("the change feed", () => {
       expect(lives).toEqual([true]);
       proxy.silence();
       await expect.poll(() => lives, { timeout: 5000 }).toEqual([true, false, true]);
+    } finally {
+      await feed.stop();
+      await pool.end();
+    }
+  });
+
+  // The same probe: with PostgreSQL refusing connections, the feed logged its retry, with a stack, every 0.5 s.
+  it("logs at most ten failed reconnections a minute while the database refuses them", async () => {
+    const own = await startTcpProxy(Number(new URL(database.url).port || 5432), new URL(database.url).hostname);
+    const viaProxy = new URL(database.url);
+    viaProxy.hostname = "127.0.0.1";
+    viaProxy.port = String(own.port);
+    const pool = createPool(database.url, 2);
+    const log = logLines();
+    const ignore = (): void => {};
+    const feed = new ChangeFeed(
+      viaProxy.toString(),
+      pool,
+      { keyChanged: ignore, accessChanged: ignore, taskStored: ignore, taskFinished: ignore, namespaceChanged: ignore, feedLive: ignore },
+      log.logger,
+      { ...defaultFeedTiming, reconnectMs: 20 },
+    );
+    try {
+      await feed.start();
+      // Its connection dropped, and every new one refused: about a hundred retries in two seconds.
+      await own.close();
+      await new Promise((resolve) => setTimeout(resolve, 2000));
+      expect(log.lines().filter((l) => String(l.msg).startsWith("could not listen for other servers' changes")).length).toBe(10);
     } finally {
       await feed.stop();
       await pool.end();

@@ -3,6 +3,7 @@ import { performance } from "node:perf_hooks";
 import type pg from "pg";
 import type { Logger } from "pino";
 import type { ChangeListener } from "../storage.js";
+import { LogBudget } from "../../shared/log-budget.js";
 import { CHANGE_CHANNEL, createClient } from "./sql.js";
 
 export interface FeedTiming {
@@ -48,6 +49,9 @@ export class ChangeFeed {
   private timers: NodeJS.Timeout[] = [];
   private reconnecting: NodeJS.Timeout | null = null;
   private firstHeartbeat: (() => void) | null = null;
+  // A retry every reconnectMs logged a line with its stack each time while PostgreSQL refused: about 10 MB of log an
+  // hour (a probe of outages, 2026-11-28).
+  private readonly retryNotices = new LogBudget(10);
 
   constructor(
     private readonly url: string,
@@ -115,7 +119,7 @@ export class ChangeFeed {
     this.reconnecting = setTimeout(() => {
       this.reconnecting = null;
       this.connect().catch((err: unknown) => {
-        this.logger.warn({ err }, "could not listen for other servers' changes; retrying");
+        if (this.retryNotices.take()) this.logger.warn({ err }, "could not listen for other servers' changes; retrying (at most 10 such lines a minute)");
         this.scheduleReconnect();
       });
     }, this.timing.reconnectMs);
