@@ -144,6 +144,12 @@ export class SqliteComputeStore implements ComputeStore {
     this.stmt.retireWorker.run(workerId);
   }
 
+  // Forgets every worker: for a server that holds the data directory's lock, which proves them all dead
+  // (sqlite-storage.ts), so that their unfinished tasks are taken over at once.
+  retireEveryWorker(): void {
+    this.db.exec("DELETE FROM compute_workers");
+  }
+
   async taskQueue(): Promise<Record<"PENDING" | "RUNNING", QueuedTasks>> {
     const queue = { PENDING: { count: 0, oldestCreatedAt: null }, RUNNING: { count: 0, oldestCreatedAt: null } } as Record<"PENDING" | "RUNNING", QueuedTasks>;
     for (const row of this.stmt.taskQueue.all() as { status: "PENDING" | "RUNNING"; count: number; oldest: number }[]) {

@@ -27,6 +27,7 @@ export async function openSqliteStorage(
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const lock = opener === "server" ? lockDataDirectory(dataDir) : null;
   let db: Database.Database | null = null;
+  let compute: SqliteComputeStore;
   try {
     if (opener === "server") refuseOtherConnections(dataDir);
     db = openUnmigrated(dataDir);
@@ -36,7 +37,8 @@ export async function openSqliteStorage(
     // server's, whose unfinished tasks are taken over at once rather than once its last heartbeat looks stale by
     // the clock. A server killed while its clock was an hour ahead, restarted once the clock was set right, left its
     // task RUNNING for that hour (a probe of the clock, 2026-11-28).
-    if (opener === "server") db.exec("DELETE FROM compute_workers");
+    compute = new SqliteComputeStore(db);
+    if (opener === "server") compute.retireEveryWorker();
   } catch (err) {
     db?.close();
     lock?.close();
@@ -48,7 +50,7 @@ export async function openSqliteStorage(
   return {
     kind: "sqlite",
     kms: new SqliteKmsStore(db),
-    compute: new SqliteComputeStore(db),
+    compute,
     vapps: new SqliteVAppStore(db),
     ledger: new SqliteNodeLedger(db),
     identity: new SqliteIdentityStore(db),
