@@ -44,6 +44,7 @@ import { keyNotFound } from "./kms/key-manager.js";
 import { openStorage } from "./storage/open-storage.js";
 import { applyCors } from "./transport/cors.js";
 import { HealthStatus } from "./transport/grpc/health-service.js";
+import { BODY_POOL_IDLE_BYTES, BodyPool } from "./transport/grpc/body-pool.js";
 import { GrpcUnaryAdapter } from "./transport/grpc/grpc-unary-adapter.js";
 import { createConnectAdapter } from "./transport/connect/connect-adapter.js";
 import { answerUnknownProcedure, unknownProcedureAnswer } from "./transport/connect/unknown-procedure.js";
@@ -215,7 +216,7 @@ async function assemble(config: Config, logger: Logger, options: BuildOptions, c
   const longLived = longLivedPaths(table);
   const direct = config.callPath === "direct";
   const bodyBudget = new BodyBudget(config.maxBufferedRequestBytes);
-  const grpc = direct ? new GrpcUnaryAdapter(table, cryptoEncoders(table), logger, MAX_REQUEST_BYTES, bodyBudget) : null;
+  const grpc = direct ? new GrpcUnaryAdapter(table, cryptoEncoders(table), logger, MAX_REQUEST_BYTES, bodyBudget, new BodyPool(BODY_POOL_IDLE_BYTES)) : null;
 
   // Starts and ends of Connect-served calls, and request timeouts, run while the turn of the event loop has taken
   // less than this (fair-turns.ts): each costs up to about 1 ms, so a turn stays near 10 ms whatever arrives at once.

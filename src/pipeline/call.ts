@@ -56,6 +56,9 @@ export class Call {
   scope = "";
   // Response headers added by stages, written by the adapter on success and on failure alike.
   responseHeaders: [string, string][] | null = null;
+  // Whether the handler returned (not threw, not a promise): it has then done with the request, whatever the
+  // stages after it still wait for. The gRPC adapter reuses the buffer of such a call's request body (body-pool.ts).
+  handlerReturned = false;
   #abort: AbortController | null = null;
 
   constructor(

@@ -23,6 +23,11 @@ export interface MethodEntry {
   readonly invoke: Next | null;
 }
 
+function handled(call: Call, outcome: Outcome): Outcome {
+  if (!(outcome instanceof Promise)) call.handlerReturned = true;
+  return outcome;
+}
+
 // Every method the server serves, found by path or descriptor, each with its policy and the limits of its request
 // read at start-up (which refuses a method without a policy, and a request with a repeated field without a bound)
 // and its pipeline.
@@ -47,7 +52,7 @@ export class MethodTable {
   #add(method: DescMethod, handler: UnaryHandler | null): void {
     const path = `/${method.parent.typeName}/${method.name}`;
     if (this.#byPath.has(path)) throw new Error(`${path} is served twice`);
-    const last = handler === null ? null : (call: Call): Outcome => handler(call.request, call);
+    const last = handler === null ? null : (call: Call): Outcome => handled(call, handler(call.request, call));
     const invoke = last === null ? null : compose(this.stages, last);
     this.#byPath.set(path, { method, path, name: path.slice(1), policy: policyOf(method), limits: limitsOf(method.input), handler, invoke });
   }

@@ -106,4 +106,44 @@ describe("the server's budget of request bodies", () => {
       session.destroy();
     }
   });
+
+  it("counts a gRPC body joined in a buffer of the pool by that buffer's size, not by the bytes sent so far", async () => {
+    // Each body declares 1 MiB in all and sends 600 KB: past half, so it is joined into a buffer of 1 MiB, which it
+    // holds whatever else comes. Four hold the 4 MiB budget; counted by bytes sent, six would have fit.
+    const session = http2.connect(server.url);
+    session.on("error", () => {});
+    const partialBody = (): http2.ClientHttp2Stream => {
+      const stream = session.request({ ":method": "POST", ":path": "/kms.v1.KeyManagerService/Encrypt", "content-type": "application/grpc", te: "trailers", authorization: `Bearer ${server.token}` });
+      stream.on("error", () => {});
+      const prefix = Buffer.alloc(5);
+      prefix.writeUInt32BE(1024 * 1024 - 5, 1);
+      stream.write(Buffer.concat([prefix, Buffer.alloc(600_000, 0x61)]));
+      return stream;
+    };
+    const statusOf = (stream: http2.ClientHttp2Stream): Promise<string> =>
+      new Promise((resolve) => {
+        stream.on("trailers", (t) => resolve(`${String(t["grpc-status"])} ${decodeURIComponent(String(t["grpc-message"]))}`));
+        stream.on("response", (h) => {
+          if (h["grpc-status"] !== undefined) resolve(`${String(h["grpc-status"])} ${decodeURIComponent(String(h["grpc-message"]))}`);
+        });
+        stream.on("data", () => {});
+      });
+    try {
+      const taken: http2.ClientHttp2Stream[] = [];
+      for (let i = 0; i < 4; i++) {
+        taken.push(partialBody());
+        await settle();
+      }
+      for (const stream of taken) expect(await soon(statusOf(stream))).toBe("pending");
+      expect(await statusOf(partialBody())).toBe(`14 ${busyMessage}`);
+      // One reset gives its whole buffer's worth back: another is taken.
+      taken[0]!.close(http2.constants.NGHTTP2_CANCEL);
+      await settle();
+      const again = partialBody();
+      expect(await soon(statusOf(again))).toBe("pending");
+      for (const stream of [...taken, again]) stream.close(http2.constants.NGHTTP2_CANCEL);
+    } finally {
+      session.destroy();
+    }
+  });
 });

@@ -4,6 +4,8 @@ import type { Logger } from "pino";
 import { invalidTimeout, malformedBody, notOneMessage, overLimits, requestTooLarge } from "../../errors/protocol-errors.js";
 import { serverBusy } from "../limits/body-budget.js";
 import type { BodyBudget } from "../limits/body-budget.js";
+import { MAX_POOLED_BYTES, capacityFor } from "./body-pool.js";
+import type { BodyPool } from "./body-pool.js";
 import { statusPartsOf } from "../../errors/status-details.js";
 import { toConnectError } from "../../errors/to-connect-error.js";
 import { Call, requestIdOf } from "../../pipeline/call.js";
@@ -58,9 +60,13 @@ interface PendingCall {
   readonly adapter: GrpcUnaryAdapter;
   readonly entry: MethodEntry;
   readonly headers: http2.IncomingHttpHeaders;
-  // The body: almost always one chunk, so the array exists only when a second one comes.
+  // The body: almost always one chunk (`first`). One of more chunks is kept as chunks (`rest`) until half of what
+  // its envelope declares has come, then copied as they come into a buffer of the pool (`joined`, `declared` bytes
+  // long when whole); one longer than its envelope declares (a second message) stays as chunks, joined at the end.
   first: Buffer | null;
   rest: Buffer[] | null;
+  joined: Buffer | null;
+  declared: number;
   size: number;
   tooLarge: boolean;
   // Refused for the server's budget of request bodies; and the bytes of this body the budget holds.
@@ -82,7 +88,12 @@ const SENSITIVE_HEADERS = ["x-request-id"];
 function isTooLarge(call: PendingCall, chunk: Buffer): boolean {
   const max = call.adapter.maxMessageBytes;
   if (call.size > max + ENVELOPE_BYTES) return true;
-  return call.first === null && chunk.length >= ENVELOPE_BYTES && chunk.readUInt32BE(1) > max;
+  return isFirst(call, chunk) && chunk.length >= ENVELOPE_BYTES && chunk.readUInt32BE(1) > max;
+}
+
+// The chunk just counted in `call.size` is the body's first (`call.first` is let go once a body is joined).
+function isFirst(call: PendingCall, chunk: Buffer): boolean {
+  return call.size === chunk.length;
 }
 
 function onData(this: PendingStream, chunk: Buffer): void {
@@ -92,30 +103,80 @@ function onData(this: PendingStream, chunk: Buffer): void {
     // Answered at once rather than at the end of a body that may never end; what was read is let go.
     call.tooLarge = true;
     dropBody(this, call);
-  } else if (call.first === null) call.first = chunk;
-  else if (!holdMore(this, call, chunk)) {
+  } else if (isFirst(call, chunk)) call.first = chunk;
+  else if (!keepChunk(this, call, chunk)) {
     call.busy = true;
     dropBody(this, call);
-  } else (call.rest ??= [call.first]).push(chunk);
+  }
+}
+
+// A chunk after the first, or false when the server's budget of request bodies has no room for it.
+function keepChunk(stream: PendingStream, call: PendingCall, chunk: Buffer): boolean {
+  const joined = call.joined;
+  if (joined !== null && call.size <= call.declared) {
+    // Copied, so that the socket read it is a view of can go (body-pool.ts says why that matters).
+    chunk.copy(joined, call.size - chunk.length);
+    return true;
+  }
+  if (joined !== null) {
+    // Longer than its envelope declares: kept as chunks from here on, what came before copied out of the pool's
+    // buffer, which goes back.
+    call.rest = [Buffer.from(joined.subarray(0, call.size - chunk.length))];
+    giveBack(call);
+  } else if (call.rest === null) {
+    call.rest = [call.first!];
+    call.first = null;
+  }
+  if (!holdUpTo(stream, call, call.size)) return false;
+  call.rest.push(chunk);
+  join(stream, call);
+  return true;
+}
+
+// Into a buffer of the pool, once half of what the envelope declares has come: a body then holds at most three
+// times what its caller sent (twice, in a buffer up to 1.5 times that), and the budget counts all of it. A body
+// larger than the pool's buffers, or one whose envelope is split over its first chunks, stays in chunks.
+function join(stream: PendingStream, call: PendingCall): void {
+  const chunks = call.rest!;
+  const head = chunks[0]!;
+  if (head.length < ENVELOPE_BYTES) return;
+  const declared = ENVELOPE_BYTES + head.readUInt32BE(1);
+  if (call.size > declared || declared > 2 * call.size || declared > MAX_POOLED_BYTES) return;
+  if (!holdUpTo(stream, call, capacityFor(declared))) return;
+  const joined = call.adapter.bodyPool.take(declared);
+  let at = 0;
+  for (const c of chunks) at += c.copy(joined, at);
+  call.joined = joined;
+  call.declared = declared;
+  call.rest = null;
+}
+
+// The pool's buffer of a joined body goes back, once nothing reads the request (or, for a refused one, ever will).
+function giveBack(call: PendingCall): void {
+  if (call.joined === null) return;
+  call.adapter.bodyPool.give(call.joined);
+  call.joined = null;
 }
 
 function dropBody(stream: PendingStream, call: PendingCall): void {
   call.first = null;
   call.rest = null;
+  giveBack(call);
   stream.off("data", onData);
   stream.off("end", onEnd);
   call.adapter.finish(stream, call);
 }
 
 // A body of more than one chunk counts against the server's budget (body-budget.ts) from its second chunk until the
-// stream closes; one of a single chunk (a 1 KiB call: nearly every one) is read and run in the same turn, and adds
-// neither the count nor a listener to the hot path.
-function holdMore(stream: PendingStream, call: PendingCall, chunk: Buffer): boolean {
+// stream closes, by the bytes it holds (its chunks, or the pool's buffer it is joined in); one of a single chunk
+// (a 1 KiB call: nearly every one) is read and run in the same turn, and adds neither the count nor a listener to
+// the hot path.
+function holdUpTo(stream: PendingStream, call: PendingCall, bytes: number): boolean {
+  if (bytes <= call.held) return true;
   const budget = call.adapter.bodyBudget;
-  const bytes = call.held === 0 ? call.first!.length + chunk.length : chunk.length;
-  if (!budget.take(bytes)) return false;
+  if (!budget.take(bytes - call.held)) return false;
   if (call.held === 0) stream.once("close", () => budget.give(call.held));
-  call.held += bytes;
+  call.held = bytes;
   return true;
 }
 
@@ -146,6 +207,7 @@ export class GrpcUnaryAdapter {
     private readonly logger: Logger,
     readonly maxMessageBytes: number,
     readonly bodyBudget: BodyBudget,
+    readonly bodyPool: BodyPool,
   ) {}
 
   // Returns false, touching nothing, when the stream is not one of ours.
@@ -158,7 +220,7 @@ export class GrpcUnaryAdapter {
     const encoding = headers["grpc-encoding"];
     if (encoding !== undefined && encoding !== "identity") return false;
 
-    const call: PendingCall = { adapter: this, entry, headers, first: null, rest: null, size: 0, tooLarge: false, busy: false, held: 0, arrived: performance.now() };
+    const call: PendingCall = { adapter: this, entry, headers, first: null, rest: null, joined: null, declared: 0, size: 0, tooLarge: false, busy: false, held: 0, arrived: performance.now() };
     // Refused before the body is read, as Connect refuses it (connect-refusals.ts); the unread body is then
     // reset after the status. The deadline stage reads the valid ones.
     const given = headers["grpc-timeout"];
@@ -178,7 +240,10 @@ export class GrpcUnaryAdapter {
   finish(stream: http2.ServerHttp2Stream, pending: PendingCall): void {
     // A stream the peer reset also ends its readable side: nobody is left to answer, and building the error
     // for its cut-off body cost more than the rest of the call (rapid reset made that a flood).
-    if (!canRespond(stream)) return;
+    if (!canRespond(stream)) {
+      giveBack(pending);
+      return;
+    }
     const { entry } = pending;
     const domain = entry.policy.domain;
     if (pending.tooLarge) {
@@ -189,8 +254,16 @@ export class GrpcUnaryAdapter {
       this.refuse(stream, pending, new CallError(statusPartsOf(serverBusy(domain, this.bodyBudget.maxBytes)), false));
       return;
     }
-    const body = pending.rest !== null ? Buffer.concat(pending.rest, pending.size) : (pending.first ?? Buffer.alloc(0));
+    const body =
+      pending.joined !== null
+        ? pending.joined.subarray(0, pending.size)
+        : pending.rest !== null
+          ? Buffer.concat(pending.rest, pending.size)
+          : (pending.first ?? Buffer.alloc(0));
+    pending.first = null;
+    pending.rest = null;
     const payload = unaryPayload(body, this.maxMessageBytes);
+    if (typeof payload === "string") giveBack(pending);
     if (payload === "too large") {
       this.refuse(stream, pending, new CallError(statusPartsOf(requestTooLarge(domain, this.maxMessageBytes)), false));
       return;
@@ -213,6 +286,7 @@ export class GrpcUnaryAdapter {
       (over) => this.decode(stream, pending, payload, over),
       (err: unknown) => {
         this.logger.error({ err }, "counting a request failed");
+        giveBack(pending);
         stream.destroy();
       },
     );
@@ -221,10 +295,14 @@ export class GrpcUnaryAdapter {
   // Decodes a counted request and runs its call.
   private decode(stream: http2.ServerHttp2Stream, pending: PendingCall, payload: Uint8Array, over: ViolationList | null): void {
     // The peer may have left while a large request was counted.
-    if (!canRespond(stream)) return;
+    if (!canRespond(stream)) {
+      giveBack(pending);
+      return;
+    }
     const { entry } = pending;
     const domain = entry.policy.domain;
     if (over !== null) {
+      giveBack(pending);
       this.refuse(stream, pending, new CallError(statusPartsOf(overLimits(domain, over)), false));
       return;
     }
@@ -232,6 +310,7 @@ export class GrpcUnaryAdapter {
     try {
       request = fromBinary(entry.method.input, payload);
     } catch {
+      giveBack(pending);
       this.refuse(stream, pending, new CallError(statusPartsOf(malformedBody(domain, "grpc")), false));
       return;
     }
@@ -241,37 +320,57 @@ export class GrpcUnaryAdapter {
       outcome = entry.invoke!(call);
     } catch (thrown) {
       this.fail(stream, call, thrown);
+      this.done(pending, call, null);
       return;
     }
     if (outcome instanceof Promise) {
       outcome.then(
-        (response: unknown) => this.succeed(stream, call, response),
-        (thrown: unknown) => this.fail(stream, call, thrown),
+        (response: unknown) => {
+          this.done(pending, call, this.succeed(stream, call, response));
+        },
+        (thrown: unknown) => {
+          this.fail(stream, call, thrown);
+          this.done(pending, call, null);
+        },
       );
     } else {
-      this.succeed(stream, call, outcome);
+      this.done(pending, call, this.succeed(stream, call, outcome));
     }
   }
 
-  private succeed(stream: http2.ServerHttp2Stream, call: Call, response: unknown): void {
+  // A joined body's buffer goes back to the pool once its call is answered, if the handler returned: its request
+  // (whose bytes fields are views of the buffer) is then read by nobody, and the answer is encoded. A handler still
+  // running (a call its deadline answered) or one that failed may still hold the request: its buffer is left to
+  // the garbage collector. So is one that the answer's payload, still being sent, is a view of (`written`).
+  private done(pending: PendingCall, call: Call, written: Uint8Array | null): void {
+    if (pending.joined === null) return;
+    if (call.handlerReturned && written?.buffer !== pending.joined.buffer) giveBack(pending);
+    else pending.joined = null;
+  }
+
+  // Returns the payload of a frame written in parts (as it is, so still read until sent), else null.
+  private succeed(stream: http2.ServerHttp2Stream, call: Call, response: unknown): Uint8Array | null {
     const encode = this.encoders.get(call.entry);
     let frame: Buffer | FrameParts;
     try {
       frame = encode === undefined ? encodeFrame(call.entry, response) : encode(response);
     } catch (thrown) {
       this.fail(stream, call, thrown);
-      return;
+      return null;
     }
     const headers: http2.OutgoingHttpHeaders = { ":status": 200, "content-type": "application/grpc+proto", [http2.sensitiveHeaders]: SENSITIVE_HEADERS };
     if (call.responseHeaders !== null) for (const [name, value] of call.responseHeaders) headers[name] = value;
-    if (!respondIfPresent(stream, headers, { waitForTrailers: true })) return;
+    if (!respondIfPresent(stream, headers, { waitForTrailers: true })) return null;
     stream.on("wantTrailers", onWantTrailers);
     if (Array.isArray(frame)) {
       // Corked, so that both parts go down in one write (end uncorks).
       stream.cork();
       stream.write(frame[0]);
       stream.end(frame[1]);
-    } else stream.end(frame);
+      return frame[1];
+    }
+    stream.end(frame);
+    return null;
   }
 
   private fail(stream: http2.ServerHttp2Stream, call: Call, thrown: unknown): void {
