@@ -3,10 +3,10 @@
 //
 // Why: V8 counts every buffer Node allocates outside its heap (a body joined with Buffer.concat, and the socket
 // reads its chunks are views of) as "external memory", and starts a full garbage collection each time that has
-// grown by 64 MB since the last. Under 64 KiB Encrypts the chunks of bodies still arriving keep whole socket reads
-// alive long enough to reach the old generation, and V8 ran about 18 full collections a second, a fifth of the
-// process's time (bench/README.md, "Request bodies in reused buffers"). Copied into a pooled buffer as they arrive,
-// the chunks die young, and a body allocates nothing.
+// grown by 64 MB since the last. Under 64 KiB Encrypts the chunks of bodies still arriving kept whole socket reads
+// alive into the old generation, and V8 ran about nine full collections a second, a sixth of the process's time
+// (bench/README.md, "Request bodies in pooled buffers"). Copied into a pooled buffer as they arrive, the chunks
+// die young, and a body allocates nothing.
 //
 // Sizes come in classes of 2^k and 1.5 × 2^k bytes, so that a body uses at least two thirds of the buffer it is
 // given. Bodies larger than MAX_POOLED_BYTES get a buffer of their own, which is never kept. The pool keeps at most
