@@ -143,6 +143,13 @@ describe("gRPC request bodies in buffers used again", () => {
     for (const at of [[20_000], [35_000, 45_000]]) expect(await sendInParts(split(body, at))).toEqual(whole);
   });
 
+  it("answers an envelope that declares more than the limit as too large, however its prefix is cut", async () => {
+    const body = Buffer.from([0, 0x7f, 0xff, 0xff, 0xff, 1, 2, 3]);
+    const whole = await sendInParts([body]);
+    expect(whole.status).toBe("8");
+    for (const at of [[1], [3], [1, 2, 3, 4]]) expect(await sendInParts(split(body, at))).toEqual(whole);
+  });
+
   it("leaves the buffer of a call its deadline answered to that call, whose handler may still read it", async () => {
     const keyId = (await kms.createKey({ parentId: "pool", defaultAlgorithm: "AES_256" })).id!;
     const body = encryptFrame(keyId, randomBytes(60_000));

@@ -426,6 +426,9 @@ function onWantErrorTrailers(this: ErrorStream): void {
 function unaryPayload(body: Buffer, maxBytes: number): Uint8Array | "not one message" | "malformed" | "too large" {
   if (body.length === 0) return "not one message";
   if (body.length < ENVELOPE_BYTES) return "malformed";
+  // As when the envelope came whole in the first chunk (isTooLarge) and as Connect answers: a declared length past
+  // the limit is too large, however little of the message followed.
+  if (body.readUInt32BE(1) > maxBytes) return "too large";
   const end = ENVELOPE_BYTES + body.readUInt32BE(1);
   if (end > body.length || body[0] !== 0) return "malformed";
   if (end === body.length) return body.subarray(ENVELOPE_BYTES, end);
