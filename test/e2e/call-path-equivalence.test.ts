@@ -98,6 +98,11 @@ const cases: [string, Probe][] = [
   ["gRPC envelope flag 2", grpc("GetCryptoKey", (s) => flagged(0x02, binary(GetCryptoKeyRequestSchema, { keyId: s.keyId })))],
   ["gRPC envelope flag 0x80", grpc("GetCryptoKey", (s) => flagged(0x80, binary(GetCryptoKeyRequestSchema, { keyId: s.keyId })))],
   ["gRPC second envelope flag 0x80", grpc("GetCryptoKey", (s) => Buffer.concat([binary(GetCryptoKeyRequestSchema, { keyId: s.keyId }), flagged(0x80, binary(GetCryptoKeyRequestSchema, { keyId: s.keyId }))]))],
+  // After the message: a whole second one, then an envelope with flags no request has (connect-node answered by the
+  // third, the direct adapter by the second); a second declared too large; one cut short.
+  ["gRPC two messages, then flag 2", grpc("GetCryptoKey", (s) => Buffer.concat([binary(GetCryptoKeyRequestSchema, { keyId: s.keyId }), frame(new Uint8Array(0)), flagged(0x02, frame(new Uint8Array(0)))]))],
+  ["gRPC second envelope too large", grpc("GetCryptoKey", (s) => Buffer.concat([binary(GetCryptoKeyRequestSchema, { keyId: s.keyId }), Buffer.from([0, 0x7f, 0xff, 0xff, 0xff, 1])]))],
+  ["gRPC second envelope cut short", grpc("GetCryptoKey", (s) => Buffer.concat([binary(GetCryptoKeyRequestSchema, { keyId: s.keyId }), Buffer.from([0, 0, 0, 0, 9, 1])]))],
   ["gRPC a message, then a header declaring 5 MiB", grpc("GetCryptoKey", (s) => Buffer.concat([binary(GetCryptoKeyRequestSchema, { keyId: s.keyId }), Buffer.from([0, 0, 0x50, 0, 0])]))],
   ["gRPC field violation", grpc("Encrypt", () => binary(EncryptRequestSchema, { keyId: "", keyVersionId: 0 }))],
   // Counted before decoding (src/transport/limits/): 65 labels, and 1,001 unknown fields.

@@ -9,16 +9,13 @@ import type { EnvelopePlan } from "./arbitraries.js";
 import { PROPERTY_TEST_TIMEOUT_MS, RUNS, startPropertyServer, stopPropertyServer } from "./harness.js";
 import type { PropertyServer } from "./harness.js";
 
-// The answer to a gRPC body does not depend on how it is cut into HTTP/2 DATA frames: bodies of more than one chunk
-// are joined as they arrive, into a buffer of a pool once half of what their envelope declares has come
-// (src/transport/grpc/body-pool.ts), or as a list of chunks when they say nothing usable. Arbitrary envelopes (cut
+// The answer to a gRPC body does not depend on how it is cut into HTTP/2 DATA frames: on the direct path, bodies of
+// more than one chunk are joined as they arrive, into a buffer of a pool once half of what their envelope declares
+// has come (src/transport/grpc/body-pool.ts); on Connect's, a unary body ends at its message and what follows is
+// refused as the direct path refuses it (src/transport/connect/counted-body.ts). Arbitrary envelopes (cut
 // short, lying lengths, several messages, trailing bytes) and valid Decrypts of up to the largest plaintext, each
 // sent once whole and once in random parts, get the same status, message and details, and the same response when
 // they succeed (an Encrypt's differs by its nonce: only its status is compared).
-//
-// The direct path only: Connect reads the bodies it serves itself, and its answer to some bodies of several
-// envelopes depends on where they are cut (three empty envelopes, the last with flag 2: MALFORMED_BODY whole, "not
-// exactly one message" cut after the second). Both are refusals of the caller's request; docs/pipeline.md says so.
 
 // Methods that change nothing, so that the second send meets the store the first one did.
 const READ_ONLY = new Set(["Encrypt", "Decrypt", "GetCryptoKey", "ListCryptoKeys", "GetCryptoKeyVersion", "ListCryptoKeyVersions"]);
@@ -31,8 +28,7 @@ interface Seen {
   body: Buffer;
 }
 
-describe("gRPC bodies in parts, CALL_PATH=direct", () => {
-  const callPath = "direct";
+describe.each(["direct", "connect"])("gRPC bodies in parts, CALL_PATH=%s", (callPath) => {
   let ps: PropertyServer;
   let session: http2.ClientHttp2Session;
   let sent = 0;

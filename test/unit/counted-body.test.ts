@@ -39,7 +39,7 @@ function request(contentType: string, chunks: Uint8Array[], extra: Record<string
 
 // What the counted body passes on, or the refusal it ends with.
 async function read(req: UniversalServerRequest): Promise<Buffer | Refused> {
-  const counted = countedRequest(req, LIMITS, MAX_BYTES, refuse, null);
+  const counted = countedRequest(req, LIMITS, MAX_BYTES, refuse, null, false);
   const out: Uint8Array[] = [];
   try {
     for await (const chunk of counted.body as AsyncIterable<Uint8Array>) out.push(chunk);
@@ -73,7 +73,7 @@ describe("the body connect-node reads", () => {
     const ok = frame(message(1));
     const over = frame(message(65));
     for (let cut = 1; cut < over.length; cut += 11) {
-      const counted = countedRequest(request("application/grpc-web+proto", splitAt(Buffer.concat([ok, over]), ok.length + cut)), LIMITS, MAX_BYTES, refuse, null);
+      const counted = countedRequest(request("application/grpc-web+proto", splitAt(Buffer.concat([ok, over]), ok.length + cut)), LIMITS, MAX_BYTES, refuse, null, false);
       const it = (counted.body as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]();
       expect((await it.next()).value).toEqual(ok);
       await expect(it.next()).rejects.toThrow(flood);
@@ -86,7 +86,7 @@ describe("the body connect-node reads", () => {
     const ok = frame(message(1));
     const declared = Buffer.from([0, 0, 0x40, 0, 0]); // 4 MiB, the most the limit allows
     for (const chunks of [[ok, declared, Buffer.from([1, 2, 3])], [Buffer.concat([ok, declared.subarray(0, 2)]), declared.subarray(2)]]) {
-      const it = (countedRequest(request("application/grpc", chunks), LIMITS, MAX_BYTES, refuse, null).body as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]();
+      const it = (countedRequest(request("application/grpc", chunks), LIMITS, MAX_BYTES, refuse, null, false).body as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]();
       expect((await it.next()).value).toEqual(ok);
       // The body ended inside the envelope: one byte of it, which Connect refuses as an incomplete envelope.
       expect(await it.next()).toEqual({ done: false, value: declared.subarray(0, 1) });
@@ -94,16 +94,16 @@ describe("the body connect-node reads", () => {
     }
     // An envelope declared over the size limit is passed on at once, for Connect to refuse on its header.
     const huge = Buffer.from([0, 0xff, 0xff, 0xff, 0xff]);
-    const it = (countedRequest(request("application/grpc", [huge, Buffer.from([1])]), LIMITS, MAX_BYTES, refuse, null).body as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]();
+    const it = (countedRequest(request("application/grpc", [huge, Buffer.from([1])]), LIMITS, MAX_BYTES, refuse, null, false).body as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]();
     expect((await it.next()).value).toEqual(huge);
     expect((await it.next()).value).toEqual(Buffer.from([1]));
   });
 
   it("does not tell Connect a unary body's declared length, which it would allocate before reading a byte, unless over the limit", async () => {
-    const within = countedRequest(request("application/json", [], { "content-length": String(MAX_BYTES) }), LIMITS, MAX_BYTES, refuse, null);
+    const within = countedRequest(request("application/json", [], { "content-length": String(MAX_BYTES) }), LIMITS, MAX_BYTES, refuse, null, false);
     expect(within.header.get("content-length")).toBeNull();
     // Over the limit: Connect refuses it on the header alone, before reading the body.
-    const over = countedRequest(request("application/json", [], { "content-length": String(MAX_BYTES + 1) }), LIMITS, MAX_BYTES, refuse, null);
+    const over = countedRequest(request("application/json", [], { "content-length": String(MAX_BYTES + 1) }), LIMITS, MAX_BYTES, refuse, null, false);
     expect(over.header.get("content-length")).toBe(String(MAX_BYTES + 1));
   });
 
@@ -141,7 +141,7 @@ describe("the body connect-node reads", () => {
     const turns = new FairTurns(0, (err) => {
       throw err;
     });
-    const it = (countedRequest(req, LIMITS, MAX_BYTES, refuse, turns).body as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]();
+    const it = (countedRequest(req, LIMITS, MAX_BYTES, refuse, turns, false).body as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]();
     await it.next();
     let settled = false;
     const failed = it.next().finally(() => (settled = true));
@@ -158,7 +158,7 @@ describe("the body connect-node reads", () => {
     ] as const) {
       const bad = frame(message(1));
       bad[0] = flags;
-      const it = (countedRequest(request(contentType, [frame(message(1)), bad.subarray(0, 5)]), LIMITS, MAX_BYTES, refuse, null).body as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]();
+      const it = (countedRequest(request(contentType, [frame(message(1)), bad.subarray(0, 5)]), LIMITS, MAX_BYTES, refuse, null, false).body as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]();
       await it.next();
       const refused = await it.next().then(
         () => undefined,
@@ -170,6 +170,44 @@ describe("the body connect-node reads", () => {
     // A header declaring more than the limit is passed on for Connect to refuse as too large, whatever its flags.
     const huge = Buffer.from([0x80, 0, 0x50, 0, 0]);
     expect(await read(request("application/grpc", [huge]))).toEqual(huge);
+  });
+
+  // As the gRPC adapter reads a unary body (unaryPayload): one envelope, counted and passed on; bytes after it are
+  // neither counted nor passed on, and the body is refused at its end as that adapter refuses it, whatever the cuts.
+  it("refuses a unary body with bytes after its message as the gRPC adapter does, however it is cut", async () => {
+    const readUnary = async (chunks: Buffer[]): Promise<{ passed: Buffer; refused: string | null }> => {
+      const counted = countedRequest(request("application/grpc", chunks), LIMITS, MAX_BYTES, refuse, null, true);
+      const out: Uint8Array[] = [];
+      try {
+        for await (const chunk of counted.body as AsyncIterable<Uint8Array>) out.push(chunk);
+      } catch (thrown) {
+        return { passed: Buffer.concat(out), refused: thrown instanceof ConnectError ? `${thrown.code} ${thrown.rawMessage}` : String(thrown) };
+      }
+      return { passed: Buffer.concat(out), refused: null };
+    };
+    const first = frame(message(1));
+    const badFlags = frame(message(1));
+    badFlags[0] = 0x02;
+    const notOne = `${Code.Unimplemented} a unary call sends exactly one request message`;
+    const malformed = `${Code.InvalidArgument} the request is not one uncompressed protobuf message in a gRPC envelope`;
+    const tooLarge = `${Code.ResourceExhausted} the request is larger than ${MAX_BYTES} bytes`;
+    for (const [rest, refused] of [
+      // A second message, over the limits of its type: not one message, never a count of it.
+      [frame(message(65)), notOne],
+      [Buffer.concat([frame(message(1)), Buffer.from([0x02, 0, 0, 0, 0])]), notOne],
+      [badFlags, malformed],
+      [Buffer.from([0, 0, 0]), malformed],
+      [frame(message(3)).subarray(0, 8), malformed],
+      [Buffer.from([0, 0xff, 0xff, 0xff, 0xff]), tooLarge],
+    ] as const) {
+      const body = Buffer.concat([first, rest]);
+      for (const chunks of [[body], splitAt(body, 2), splitAt(body, first.length), splitAt(body, first.length + 1, first.length + 4)]) {
+        expect(await readUnary(chunks)).toEqual({ passed: first, refused });
+      }
+    }
+    // One message alone is passed on and counted; over its limits it is refused as in any call.
+    expect(await readUnary(splitAt(first, 3))).toEqual({ passed: first, refused: null });
+    expect((await readUnary([frame(message(65))])).refused).toContain(flood);
   });
 
   it("leaves alone what no protocol of Connect's reads", async () => {

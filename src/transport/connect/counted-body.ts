@@ -3,7 +3,7 @@ import { ErrorInfoSchema } from "../../../gen/google/rpc/error_details_pb.js";
 import type { JsonValue } from "@bufbuild/protobuf";
 import { invalidArgument } from "../../errors/domain-error.js";
 import type { DomainError } from "../../errors/domain-error.js";
-import { compressedRequestTooLarge, malformedBody, unknownJsonField } from "../../errors/protocol-errors.js";
+import { compressedRequestTooLarge, malformedBody, notOneMessage, requestTooLarge, unknownJsonField } from "../../errors/protocol-errors.js";
 import type { BodyEncoding } from "../../errors/protocol-errors.js";
 import type { ErrorDomain } from "../../errors/reasons.js";
 import { statusPartsOf } from "../../errors/status-details.js";
@@ -56,6 +56,7 @@ export function countedRequest(
   maxBytes: number,
   refuse: Refuse,
   turns: FairTurns | null,
+  unary: boolean,
 ): UniversalServerRequest {
   const body = req.body;
   if (req.method !== "POST" || typeof body !== "object" || body === null || !(Symbol.asyncIterator in body)) return req;
@@ -121,8 +122,12 @@ export function countedRequest(
   // trailer frame only a server sends) and Connect's (whose 0x02 ends a response stream). connect-node reads any
   // other flag as a message and served the call; the direct gRPC adapter refuses it. Refused here with the same
   // error, MALFORMED_BODY in the called service's domain, read off the refusal `refuse` makes (docs/callers.md).
-  const badFlags = (): ConnectError => ours(malformedBody(domain(), framing.encoding));
-  const counted = new CountedBody(source, maxBytes, count, badFlags, framing.enveloped, framing.compression === null ? 0 : FLAG_COMPRESSED);
+  const refusals: Refusals = {
+    malformed: () => ours(malformedBody(domain(), framing.encoding)),
+    tooLarge: () => ours(requestTooLarge(domain(), maxBytes)),
+    notOneMessage: () => ours(notOneMessage(domain())),
+  };
+  const counted = new CountedBody(source, maxBytes, count, refusals, framing.enveloped, framing.compression === null ? 0 : FLAG_COMPRESSED, unary);
   return { ...req, body: counted };
 }
 
@@ -151,6 +156,14 @@ function compressionOf(name: string | null): Compression | null | undefined {
 
 type Count = (flags: number, message: Uint8Array) => Promise<void> | undefined;
 
+// The refusals a body gets here, as the gRPC adapter gives them for the same bytes.
+interface Refusals {
+  // An envelope whose flags are neither 0 nor 1, or a unary body whose bytes after its message are no envelope.
+  malformed(): ConnectError;
+  tooLarge(): ConnectError;
+  notOneMessage(): ConnectError;
+}
+
 interface Source {
   readonly it: AsyncIterator<Uint8Array>;
   readonly turns: FairTurns | null;
@@ -178,6 +191,10 @@ class CountedBody implements AsyncIterableIterator<Uint8Array> {
   // Set once an envelope declares more than the size limit, which Connect refuses as soon as it reads the header:
   // from then on every byte is passed on as it comes.
   #passAll = false;
+  // A unary body past its message: the length of that message, and how many bytes followed it (the first five of
+  // them, a second envelope's header, are read into #header). -1 until then.
+  #oneLength = -1;
+  #afterOne = 0;
   // The whole body's chunks, while within the size limit.
   readonly #chunks: Uint8Array[] = [];
   #size = 0;
@@ -186,11 +203,14 @@ class CountedBody implements AsyncIterableIterator<Uint8Array> {
     private readonly source: Source,
     private readonly maxBytes: number,
     private readonly count: Count,
-    // The refusal of an envelope whose flags are neither 0 nor 1.
-    private readonly badFlags: () => ConnectError,
+    private readonly refusals: Refusals,
     private readonly enveloped: boolean,
     // The flags of the whole body: compressed or not.
     private readonly wholeFlags: number,
+    // A unary call: its body is one envelope. Bytes after it are not passed on, and the body is refused at its end
+    // exactly as the gRPC adapter refuses it (`afterOneRefusal`): connect-node's answer depended on where the bytes
+    // were cut (test/property/grpc-chunks.test.ts).
+    private readonly unary: boolean,
   ) {}
 
   [Symbol.asyncIterator](): this {
@@ -233,6 +253,7 @@ class CountedBody implements AsyncIterableIterator<Uint8Array> {
   // The body ended inside an envelope: Connect is given that much of it, less than a header, so that it refuses
   // the body as incomplete, as it would have all of it, without allocating the length the header declares.
   #ended(): IteratorResult<Uint8Array> {
+    if (this.#afterOne > 0) throw this.#afterOneRefusal();
     if (this.#held.length === 0) return DONE;
     const rest = this.#held[0]!.subarray(0, 1);
     this.#held = [];
@@ -257,6 +278,11 @@ class CountedBody implements AsyncIterableIterator<Uint8Array> {
     let end = 0;
     let i = 0;
     while (i < chunk.length) {
+      if (this.#oneLength >= 0) {
+        this.#pastOne(chunk.subarray(i));
+        i = chunk.length;
+        break;
+      }
       if (this.#headerFill < ENVELOPE_BYTES) {
         const n = Math.min(ENVELOPE_BYTES - this.#headerFill, chunk.length - i);
         header.set(chunk.subarray(i, i + n), this.#headerFill);
@@ -270,13 +296,14 @@ class CountedBody implements AsyncIterableIterator<Uint8Array> {
           break;
         }
         // After the size, as the direct gRPC adapter checks them: a header declaring too much is refused for that.
-        if ((header[0]! & ~FLAG_COMPRESSED) !== 0) throw this.badFlags();
+        if ((header[0]! & ~FLAG_COMPRESSED) !== 0) throw this.refusals.malformed();
       }
       const n = Math.min(this.#length - this.#fill, chunk.length - i);
       this.#fill += n;
       i += n;
       if (this.#fill < this.#length) break;
       this.#headerFill = 0;
+      if (this.unary) this.#oneLength = this.#length;
       let message: Uint8Array;
       if (this.#held.length === 0) {
         message = chunk.subarray(i - this.#length, i);
@@ -297,9 +324,31 @@ class CountedBody implements AsyncIterableIterator<Uint8Array> {
       this.#held = [];
     } else {
       if (end > start) out.push(end - start === chunk.length ? chunk : chunk.subarray(start, end));
-      if (end < chunk.length) this.#held.push(chunk.subarray(end));
+      if (end < chunk.length && this.#oneLength < 0) this.#held.push(chunk.subarray(end));
     }
     const whole = out.length === 0 ? null : out.length === 1 ? out[0]! : Buffer.concat(out);
     return { whole, counting: pending === undefined ? undefined : Promise.all(pending).then(() => undefined) };
+  }
+
+  // Bytes of a unary body after its message: counted, not kept (but a second envelope's header), and refused as too
+  // large once the body is, as the gRPC adapter refuses a body that grows past the limit.
+  #pastOne(bytes: Uint8Array): void {
+    const n = Math.min(ENVELOPE_BYTES - this.#headerFill, bytes.length);
+    if (n > 0) this.#header.set(bytes.subarray(0, n), this.#headerFill);
+    this.#headerFill += n;
+    this.#afterOne += bytes.length;
+    if (this.#oneLength + this.#afterOne > this.maxBytes) throw this.refusals.tooLarge();
+  }
+
+  // The refusal of a unary body with bytes after its message, in the order of the gRPC adapter's checks
+  // (`unaryPayload`): no whole header after it, a second message declared too large, one with flags no request has,
+  // then not exactly one message if the second is whole, else an incomplete body.
+  #afterOneRefusal(): ConnectError {
+    if (this.#afterOne < ENVELOPE_BYTES) return this.refusals.malformed();
+    const header = this.#header;
+    const declared = ((header[1]! << 24) | (header[2]! << 16) | (header[3]! << 8) | header[4]!) >>> 0;
+    if (declared > this.maxBytes) return this.refusals.tooLarge();
+    if ((header[0]! & ~FLAG_COMPRESSED) !== 0) return this.refusals.malformed();
+    return declared <= this.#afterOne - ENVELOPE_BYTES ? this.refusals.notOneMessage() : this.refusals.malformed();
   }
 }

@@ -76,7 +76,7 @@ export function wrapHandler(handler: UniversalHandler, settings: WrapperSettings
     // pipeline, in Connect's protocol layer or before either (a new id made below for each was one more id).
     const requestId = requestIdOf(req.header.get("x-request-id"));
     req.header.set("x-request-id", requestId);
-    const counted = countedRequest(req, entry.limits, settings.maxMessageBytes, refuseOverLimits, settings.turns);
+    const counted = countedRequest(req, entry.limits, settings.maxMessageBytes, refuseOverLimits, settings.turns, entry.method.methodKind === "unary");
     const res = await handler(counted).catch((thrown: unknown) => {
       // A gRPC status Connect failed to write (unwritten-status.ts); a caller that went away needs none.
       const answer = req.signal.aborted ? undefined : unwrittenStatusResponse(contentType, thrown);
