@@ -251,7 +251,8 @@ class CountedBody implements AsyncIterableIterator<Uint8Array> {
   };
 
   // The body ended inside an envelope: Connect is given that much of it, less than a header, so that it refuses
-  // the body as incomplete, as it would have all of it, without allocating the length the header declares.
+  // the body as incomplete, as it would have all of it, without allocating the length the header declares. A unary
+  // body with bytes after its message is refused here.
   #ended(): IteratorResult<Uint8Array> {
     if (this.#afterOne > 0) throw this.#afterOneRefusal();
     if (this.#held.length === 0) return DONE;

@@ -339,9 +339,10 @@ export class GrpcUnaryAdapter {
   }
 
   // A joined body's buffer goes back to the pool once its call is answered, if the handler returned: its request
-  // (whose bytes fields are views of the buffer) is then read by nobody, and the answer is encoded. A handler still
-  // running (a call its deadline answered) or one that failed may still hold the request: its buffer is left to
-  // the garbage collector. So is one that the answer's payload, still being sent, is a view of (`written`).
+  // (whose bytes fields are views of the buffer) is then read by nobody, and the answer is encoded. The buffer of a
+  // handler still running (a call its deadline answered) or one that threw (what it threw may hold a view of the
+  // request) is left to the garbage collector; so is one that the answer's payload, still being sent, is a view of
+  // (`written`).
   private done(pending: PendingCall, call: Call, written: Uint8Array | null): void {
     if (pending.joined === null) return;
     if (call.handlerReturned && written?.buffer !== pending.joined.buffer) giveBack(pending);
