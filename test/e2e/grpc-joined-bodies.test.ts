@@ -9,7 +9,8 @@ import type { Stage } from "../../src/pipeline/stage.js";
 import { adminAuth } from "../support/credentials.js";
 import { createKmsClient } from "../support/kms-clients.js";
 import type { KmsClient } from "../support/kms-clients.js";
-import { frame } from "../support/raw-grpc.js";
+import { callInParts, frame } from "../support/raw-grpc.js";
+import type { GrpcOutcome } from "../support/raw-grpc.js";
 import { startServer } from "../support/server.js";
 import type { TestServer } from "../support/server.js";
 
@@ -43,43 +44,11 @@ afterAll(async () => {
   await server.stop();
 });
 
-const pause = () => new Promise((resolve) => setTimeout(resolve, 5));
-
-interface Answer {
-  status: string | undefined;
-  message: string | undefined;
-  details: string | undefined;
-  body: Buffer;
-}
-
-// One gRPC Encrypt on its own session, its body written in `parts` with a pause between them (so that each
-// arrives as chunks of its own), or ended early when `end` is false and the server answers first.
-async function sendInParts(parts: Buffer[], extra: http2.OutgoingHttpHeaders = {}): Promise<Answer> {
+// One gRPC Encrypt on its own session, its body written in `parts`, each arriving as chunks of its own.
+async function sendInParts(parts: Buffer[], extra: http2.OutgoingHttpHeaders = {}): Promise<GrpcOutcome> {
   const session = http2.connect(server.url);
   try {
-    const req = session.request({ ":method": "POST", ":path": "/kms.v1.KeyManagerService/Encrypt", "content-type": "application/grpc", te: "trailers", ...adminAuth(server.url), ...extra });
-    const answer = new Promise<Answer>((resolve, reject) => {
-      let headers: http2.IncomingHttpHeaders = {};
-      const chunks: Buffer[] = [];
-      req.on("response", (h) => (headers = h));
-      req.on("data", (c: Buffer) => chunks.push(c));
-      req.on("trailers", (t) => (headers = { ...headers, ...t }));
-      req.on("end", () =>
-        resolve({
-          status: headers["grpc-status"] as string | undefined,
-          message: headers["grpc-message"] as string | undefined,
-          details: headers["grpc-status-details-bin"] as string | undefined,
-          body: Buffer.concat(chunks),
-        }),
-      );
-      req.on("error", reject);
-    });
-    for (const part of parts.slice(0, -1)) {
-      req.write(part);
-      await pause();
-    }
-    req.end(parts.at(-1));
-    return await answer;
+    return await callInParts(session, { ":path": "/kms.v1.KeyManagerService/Encrypt", ...adminAuth(server.url), ...extra }, parts, 5);
   } finally {
     session.close();
   }

@@ -44,6 +44,28 @@ function answerOf(req: http.ClientRequest): Promise<{ status: number; retryAfter
   });
 }
 
+// A gRPC Encrypt on `session` whose envelope declares `declared` bytes, of which `sent` are written: it holds them
+// until it is ended or reset.
+function partialGrpc(session: http2.ClientHttp2Session, declared: number, sent: Buffer): http2.ClientHttp2Stream {
+  const stream = session.request({ ":method": "POST", ":path": "/kms.v1.KeyManagerService/Encrypt", "content-type": "application/grpc", te: "trailers", authorization: `Bearer ${server.token}` });
+  stream.on("error", () => {});
+  const prefix = Buffer.alloc(5);
+  prefix.writeUInt32BE(declared, 1);
+  stream.write(Buffer.concat([prefix, sent]));
+  return stream;
+}
+
+// "<grpc-status> <grpc-message>", from the trailers or, for a trailers-only answer, the headers.
+function statusOf(stream: http2.ClientHttp2Stream): Promise<string> {
+  return new Promise((resolve) => {
+    let headers: http2.IncomingHttpHeaders = {};
+    stream.on("response", (h) => (headers = h));
+    stream.on("trailers", (t) => resolve(`${String(t["grpc-status"])} ${decodeURIComponent(String(t["grpc-message"]))}`));
+    stream.on("close", () => resolve(`${String(headers["grpc-status"])} ${decodeURIComponent(String(headers["grpc-message"]))}`));
+    stream.on("data", () => {});
+  });
+}
+
 const busyMessage = `the server holds as many request bodies as it may (${BUDGET} bytes in all); retry in a moment`;
 
 describe("the server's budget of request bodies", () => {
@@ -75,22 +97,7 @@ describe("the server's budget of request bodies", () => {
   it("refuses a gRPC body past it with UNAVAILABLE, and gives the bytes of a reset stream back", async () => {
     const session = http2.connect(server.url);
     session.on("error", () => {});
-    const grpcCall = (): http2.ClientHttp2Stream => {
-      const stream = session.request({ ":method": "POST", ":path": "/kms.v1.KeyManagerService/Encrypt", "content-type": "application/grpc", te: "trailers", authorization: `Bearer ${server.token}` });
-      stream.on("error", () => {});
-      const prefix = Buffer.alloc(5);
-      prefix.writeUInt32BE(3_000_000, 1);
-      stream.write(Buffer.concat([prefix, PART]));
-      return stream;
-    };
-    const statusOf = (stream: http2.ClientHttp2Stream): Promise<string> =>
-      new Promise((resolve) => {
-        let headers: http2.IncomingHttpHeaders = {};
-        stream.on("response", (h) => (headers = h));
-        stream.on("trailers", (t) => resolve(`${String(t["grpc-status"])} ${decodeURIComponent(String(t["grpc-message"]))}`));
-        stream.on("close", () => resolve(`${String(headers["grpc-status"])} ${decodeURIComponent(String(headers["grpc-message"]))}`));
-        stream.on("data", () => {});
-      });
+    const grpcCall = (): http2.ClientHttp2Stream => partialGrpc(session, 3_000_000, PART);
     try {
       const first = grpcCall();
       await settle();
@@ -112,22 +119,7 @@ describe("the server's budget of request bodies", () => {
     // holds whatever else comes. Four hold the 4 MiB budget; counted by bytes sent, six would have fit.
     const session = http2.connect(server.url);
     session.on("error", () => {});
-    const partialBody = (): http2.ClientHttp2Stream => {
-      const stream = session.request({ ":method": "POST", ":path": "/kms.v1.KeyManagerService/Encrypt", "content-type": "application/grpc", te: "trailers", authorization: `Bearer ${server.token}` });
-      stream.on("error", () => {});
-      const prefix = Buffer.alloc(5);
-      prefix.writeUInt32BE(1024 * 1024 - 5, 1);
-      stream.write(Buffer.concat([prefix, Buffer.alloc(600_000, 0x61)]));
-      return stream;
-    };
-    const statusOf = (stream: http2.ClientHttp2Stream): Promise<string> =>
-      new Promise((resolve) => {
-        stream.on("trailers", (t) => resolve(`${String(t["grpc-status"])} ${decodeURIComponent(String(t["grpc-message"]))}`));
-        stream.on("response", (h) => {
-          if (h["grpc-status"] !== undefined) resolve(`${String(h["grpc-status"])} ${decodeURIComponent(String(h["grpc-message"]))}`);
-        });
-        stream.on("data", () => {});
-      });
+    const partialBody = (): http2.ClientHttp2Stream => partialGrpc(session, 1024 * 1024 - 5, Buffer.alloc(600_000, 0x61));
     try {
       const taken: http2.ClientHttp2Stream[] = [];
       for (let i = 0; i < 4; i++) {

@@ -6,6 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DecryptRequestSchema, EncryptRequestSchema, EncryptResponseSchema } from "../../gen/kms/v1/kms_pb.js";
 import { buildEnvelope, envelopeArb, unaryMethods } from "./arbitraries.js";
 import type { EnvelopePlan } from "./arbitraries.js";
+import { callInParts } from "../support/raw-grpc.js";
+import type { GrpcOutcome } from "../support/raw-grpc.js";
 import { PROPERTY_TEST_TIMEOUT_MS, RUNS, startPropertyServer, stopPropertyServer } from "./harness.js";
 import type { PropertyServer } from "./harness.js";
 
@@ -21,13 +23,6 @@ import type { PropertyServer } from "./harness.js";
 const READ_ONLY = new Set(["Encrypt", "Decrypt", "GetCryptoKey", "ListCryptoKeys", "GetCryptoKeyVersion", "ListCryptoKeyVersions"]);
 const methods = unaryMethods.filter((m) => m.path.startsWith("/kms.v1.KeyManagerService/") && READ_ONLY.has(m.method.name));
 
-interface Seen {
-  status: string | undefined;
-  message: string | undefined;
-  details: string | undefined;
-  body: Buffer;
-}
-
 describe.each(["direct", "connect"])("gRPC bodies in parts, CALL_PATH=%s", (callPath) => {
   let ps: PropertyServer;
   let session: http2.ClientHttp2Session;
@@ -41,33 +36,8 @@ describe.each(["direct", "connect"])("gRPC bodies in parts, CALL_PATH=%s", (call
     await stopPropertyServer(ps);
   });
 
-  // Each part written after a pause, so that it arrives as a DATA frame of its own.
-  async function send(path: string, parts: Buffer[], requestId: string): Promise<Seen> {
-    const req = session.request({ ":method": "POST", ":path": path, "content-type": "application/grpc", te: "trailers", authorization: ps.target.authorization, "x-request-id": requestId });
-    const seen = new Promise<Seen>((resolve, reject) => {
-      let headers: http2.IncomingHttpHeaders = {};
-      const chunks: Buffer[] = [];
-      req.on("response", (h) => (headers = h));
-      req.on("trailers", (t) => (headers = { ...headers, ...t }));
-      req.on("data", (c: Buffer) => chunks.push(c));
-      req.on("close", () =>
-        resolve({
-          status: headers["grpc-status"] as string | undefined,
-          message: headers["grpc-message"] as string | undefined,
-          details: headers["grpc-status-details-bin"] as string | undefined,
-          body: Buffer.concat(chunks),
-        }),
-      );
-      req.on("error", reject);
-    });
-    for (const part of parts.slice(0, -1)) {
-      if (req.closed) break;
-      req.write(part);
-      await new Promise((resolve) => setTimeout(resolve, 1));
-    }
-    if (!req.closed) req.end(parts.at(-1));
-    return seen;
-  }
+  const send = (path: string, parts: Buffer[], requestId: string): Promise<GrpcOutcome> =>
+    callInParts(session, { ":path": path, authorization: ps.target.authorization, "x-request-id": requestId }, parts, 1);
 
   // Cut at the given ten-thousandths of the body.
   function cutAt(body: Buffer, at: number[]): Buffer[] {

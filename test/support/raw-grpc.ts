@@ -36,3 +36,41 @@ export function rawCall(url: string, path: string, body: Buffer, extra: http2.Ou
     req.end(body);
   });
 }
+
+// What a gRPC call answered, headers and trailers together (a trailers-only answer has its status in the headers).
+export interface GrpcOutcome {
+  status: string | undefined;
+  message: string | undefined;
+  details: string | undefined;
+  body: Buffer;
+}
+
+// One gRPC call on a session the caller holds, its body written in `parts`, each after a pause so that it arrives
+// as a DATA frame (a chunk on the server) of its own; parts the server no longer reads (it answered first) are
+// not written.
+export async function callInParts(session: http2.ClientHttp2Session, headers: http2.OutgoingHttpHeaders, parts: Buffer[], pauseMs = 2): Promise<GrpcOutcome> {
+  const req = session.request({ ":method": "POST", "content-type": "application/grpc", te: "trailers", ...headers });
+  const outcome = new Promise<GrpcOutcome>((resolve, reject) => {
+    let answer: http2.IncomingHttpHeaders = {};
+    const chunks: Buffer[] = [];
+    req.on("response", (h) => (answer = h));
+    req.on("trailers", (t) => (answer = { ...answer, ...t }));
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("close", () =>
+      resolve({
+        status: answer["grpc-status"] as string | undefined,
+        message: answer["grpc-message"] as string | undefined,
+        details: answer["grpc-status-details-bin"] as string | undefined,
+        body: Buffer.concat(chunks),
+      }),
+    );
+    req.on("error", reject);
+  });
+  for (const part of parts.slice(0, -1)) {
+    if (req.closed) break;
+    req.write(part);
+    await new Promise((resolve) => setTimeout(resolve, pauseMs));
+  }
+  if (!req.closed) req.end(parts.at(-1));
+  return outcome;
+}
