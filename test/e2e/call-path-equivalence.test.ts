@@ -57,6 +57,13 @@ function masked(side: Side, value: unknown): unknown {
 
 type Probe = (side: Side) => Promise<unknown>;
 
+// A message of `n` unknown fields (fixed64, field 8), whatever the request type.
+function unknownFields(n: number): Buffer {
+  const bytes = Buffer.alloc(n * 9);
+  for (let i = 0; i < n; i++) bytes[i * 9] = 0x41;
+  return bytes;
+}
+
 // An envelope with its flags byte set to `flags`.
 function flagged(flags: number, envelope: Buffer): Buffer {
   const out = Buffer.from(envelope);
@@ -103,6 +110,10 @@ const cases: [string, Probe][] = [
   ["gRPC two messages, then flag 2", grpc("GetCryptoKey", (s) => Buffer.concat([binary(GetCryptoKeyRequestSchema, { keyId: s.keyId }), frame(new Uint8Array(0)), flagged(0x02, frame(new Uint8Array(0)))]))],
   ["gRPC second envelope too large", grpc("GetCryptoKey", (s) => Buffer.concat([binary(GetCryptoKeyRequestSchema, { keyId: s.keyId }), Buffer.from([0, 0x7f, 0xff, 0xff, 0xff, 1])]))],
   ["gRPC second envelope cut short", grpc("GetCryptoKey", (s) => Buffer.concat([binary(GetCryptoKeyRequestSchema, { keyId: s.keyId }), Buffer.from([0, 0, 0, 0, 9, 1])]))],
+  // A first message over its limits (1,001 unknown fields) with bytes after it: refused for those bytes on both paths
+  // (Connect's counted the message first).
+  ["gRPC over the limits, then bytes", grpc("GetCryptoKey", () => Buffer.concat([frame(unknownFields(1001)), Buffer.from([1, 2, 3])]))],
+  ["gRPC over the limits, twice", grpc("GetCryptoKey", () => Buffer.concat([frame(unknownFields(1001)), frame(unknownFields(1001))]))],
   ["gRPC a message, then a header declaring 5 MiB", grpc("GetCryptoKey", (s) => Buffer.concat([binary(GetCryptoKeyRequestSchema, { keyId: s.keyId }), Buffer.from([0, 0, 0x50, 0, 0])]))],
   ["gRPC field violation", grpc("Encrypt", () => binary(EncryptRequestSchema, { keyId: "", keyVersionId: 0 }))],
   // Counted before decoding (src/transport/limits/): 65 labels, and 1,001 unknown fields.

@@ -172,8 +172,9 @@ describe("the body connect-node reads", () => {
     expect(await read(request("application/grpc", [huge]))).toEqual(huge);
   });
 
-  // As the gRPC adapter reads a unary body (unaryPayload): one envelope, counted and passed on; bytes after it are
-  // neither counted nor passed on, and the body is refused at its end as that adapter refuses it, whatever the cuts.
+  // As the gRPC adapter reads a unary body (unaryPayload): one envelope, held back until the body ends; bytes after
+  // it are refused then, in that adapter's order, before the message is counted; otherwise the message is counted
+  // and passed on. Whatever the cuts.
   it("refuses a unary body with bytes after its message as the gRPC adapter does, however it is cut", async () => {
     const readUnary = async (chunks: Buffer[]): Promise<{ passed: Buffer; refused: string | null }> => {
       const counted = countedRequest(request("application/grpc", chunks), LIMITS, MAX_BYTES, refuse, null, true);
@@ -191,18 +192,21 @@ describe("the body connect-node reads", () => {
     const notOne = `${Code.Unimplemented} a unary call sends exactly one request message`;
     const malformed = `${Code.InvalidArgument} the request is not one uncompressed protobuf message in a gRPC envelope`;
     const tooLarge = `${Code.ResourceExhausted} the request is larger than ${MAX_BYTES} bytes`;
-    for (const [rest, refused] of [
+    for (const [one, rest, refused] of [
       // A second message, over the limits of its type: not one message, never a count of it.
-      [frame(message(65)), notOne],
-      [Buffer.concat([frame(message(1)), Buffer.from([0x02, 0, 0, 0, 0])]), notOne],
-      [badFlags, malformed],
-      [Buffer.from([0, 0, 0]), malformed],
-      [frame(message(3)).subarray(0, 8), malformed],
-      [Buffer.from([0, 0xff, 0xff, 0xff, 0xff]), tooLarge],
+      [first, frame(message(65)), notOne],
+      // The first over its limits, with bytes after it: refused for those bytes, as the gRPC adapter refuses it.
+      [frame(message(65)), frame(message(1)), notOne],
+      [frame(message(65)), Buffer.from([1, 2, 3]), malformed],
+      [first, Buffer.concat([frame(message(1)), Buffer.from([0x02, 0, 0, 0, 0])]), notOne],
+      [first, badFlags, malformed],
+      [first, Buffer.from([0, 0, 0]), malformed],
+      [first, frame(message(3)).subarray(0, 8), malformed],
+      [first, Buffer.from([0, 0xff, 0xff, 0xff, 0xff]), tooLarge],
     ] as const) {
-      const body = Buffer.concat([first, rest]);
-      for (const chunks of [[body], splitAt(body, 2), splitAt(body, first.length), splitAt(body, first.length + 1, first.length + 4)]) {
-        expect(await readUnary(chunks)).toEqual({ passed: first, refused });
+      const body = Buffer.concat([one, rest]);
+      for (const chunks of [[body], splitAt(body, 2), splitAt(body, one.length), splitAt(body, one.length + 1, one.length + 4)]) {
+        expect(await readUnary(chunks)).toEqual({ passed: Buffer.alloc(0), refused });
       }
     }
     // One message alone is passed on and counted; over its limits it is refused as in any call.

@@ -191,9 +191,9 @@ class CountedBody implements AsyncIterableIterator<Uint8Array> {
   // Set once an envelope declares more than the size limit, which Connect refuses as soon as it reads the header:
   // from then on every byte is passed on as it comes.
   #passAll = false;
-  // A unary body past its message: the length of that message, and how many bytes followed it (the first five of
-  // them, a second envelope's header, are read into #header). -1 until then.
-  #oneLength = -1;
+  // A unary body's one envelope, held back until the body ends (and counted then), and how many bytes followed it
+  // (the first five of them, a second envelope's header, are read into #header); null and 0 until it is whole.
+  #one: { flags: number; envelope: Uint8Array; message: Uint8Array } | null = null;
   #afterOne = 0;
   // The whole body's chunks, while within the size limit.
   readonly #chunks: Uint8Array[] = [];
@@ -207,9 +207,9 @@ class CountedBody implements AsyncIterableIterator<Uint8Array> {
     private readonly enveloped: boolean,
     // The flags of the whole body: compressed or not.
     private readonly wholeFlags: number,
-    // A unary call: its body is one envelope. Bytes after it are not passed on, and the body is refused at its end
-    // exactly as the gRPC adapter refuses it (`afterOneRefusal`): connect-node's answer depended on where the bytes
-    // were cut (test/property/grpc-chunks.test.ts).
+    // A unary call: its body is one envelope, passed on once the body has ended, as the gRPC adapter reads it: bytes
+    // after the envelope are refused first (`afterOneRefusal`, in that adapter's order), then the message is counted.
+    // connect-node's answer to such bytes depended on where they were cut (test/property/grpc-chunks.test.ts).
     private readonly unary: boolean,
   ) {}
 
@@ -253,8 +253,15 @@ class CountedBody implements AsyncIterableIterator<Uint8Array> {
   // The body ended inside an envelope: Connect is given that much of it, less than a header, so that it refuses
   // the body as incomplete, as it would have all of it, without allocating the length the header declares. A unary
   // body with bytes after its message is refused here.
-  #ended(): IteratorResult<Uint8Array> {
+  #ended(): IteratorResult<Uint8Array> | Promise<IteratorResult<Uint8Array>> {
     if (this.#afterOne > 0) throw this.#afterOneRefusal();
+    const one = this.#one;
+    if (one !== null) {
+      this.#one = null;
+      const result = { done: false as const, value: one.envelope };
+      const counting = this.count(one.flags, one.message);
+      return counting === undefined ? result : counting.then(() => result);
+    }
     if (this.#held.length === 0) return DONE;
     const rest = this.#held[0]!.subarray(0, 1);
     this.#held = [];
@@ -279,7 +286,7 @@ class CountedBody implements AsyncIterableIterator<Uint8Array> {
     let end = 0;
     let i = 0;
     while (i < chunk.length) {
-      if (this.#oneLength >= 0) {
+      if (this.#one !== null) {
         this.#pastOne(chunk.subarray(i));
         i = chunk.length;
         break;
@@ -304,17 +311,25 @@ class CountedBody implements AsyncIterableIterator<Uint8Array> {
       i += n;
       if (this.#fill < this.#length) break;
       this.#headerFill = 0;
-      if (this.unary) this.#oneLength = this.#length;
       let message: Uint8Array;
+      // The whole envelope, for a unary call's, which is held back.
+      let envelope: Uint8Array | null = null;
       if (this.#held.length === 0) {
         message = chunk.subarray(i - this.#length, i);
+        if (this.unary) envelope = chunk.subarray(i - this.#length - ENVELOPE_BYTES, i);
       } else {
         // Begun in an earlier chunk: joined once, for the count and for Connect.
         const joined = Buffer.concat([...this.#held, chunk.subarray(0, i)]);
         this.#held = [];
-        out.push(joined);
+        if (!this.unary) out.push(joined);
         start = i;
         message = joined.subarray(ENVELOPE_BYTES);
+        if (this.unary) envelope = joined;
+      }
+      if (envelope !== null) {
+        this.#one = { flags: header[0]!, envelope, message };
+        start = end = i;
+        continue;
       }
       end = i;
       const counting = this.count(header[0]!, message);
@@ -325,7 +340,7 @@ class CountedBody implements AsyncIterableIterator<Uint8Array> {
       this.#held = [];
     } else {
       if (end > start) out.push(end - start === chunk.length ? chunk : chunk.subarray(start, end));
-      if (end < chunk.length && this.#oneLength < 0) this.#held.push(chunk.subarray(end));
+      if (end < chunk.length && this.#one === null) this.#held.push(chunk.subarray(end));
     }
     const whole = out.length === 0 ? null : out.length === 1 ? out[0]! : Buffer.concat(out);
     return { whole, counting: pending === undefined ? undefined : Promise.all(pending).then(() => undefined) };
@@ -338,7 +353,7 @@ class CountedBody implements AsyncIterableIterator<Uint8Array> {
     if (n > 0) this.#header.set(bytes.subarray(0, n), this.#headerFill);
     this.#headerFill += n;
     this.#afterOne += bytes.length;
-    if (this.#oneLength + this.#afterOne > this.maxBytes) throw this.refusals.tooLarge();
+    if (this.#one!.message.length + this.#afterOne > this.maxBytes) throw this.refusals.tooLarge();
   }
 
   // The refusal of a unary body with bytes after its message, in the order of the gRPC adapter's checks
