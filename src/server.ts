@@ -228,6 +228,7 @@ async function assemble(config: Config, logger: Logger, options: BuildOptions, c
     jsonOptions: { registry: computeJsonRegistry, ignoreUnknownFields: false },
     readMaxBytes: MAX_REQUEST_BYTES,
     turns,
+    bodyBudget,
     shutdownSignal: shutdown.signal,
     fallback,
     logger,

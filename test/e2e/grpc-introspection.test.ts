@@ -19,6 +19,7 @@ import { createLogger } from "../../src/logger.js";
 import { MethodTable } from "../../src/pipeline/method-table.js";
 import { stagesWithoutAccess } from "../support/method-table.js";
 import { FairTurns } from "../../src/transport/fair-turns.js";
+import { BodyBudget } from "../../src/transport/limits/body-budget.js";
 import { createConnectAdapter } from "../../src/transport/connect/connect-adapter.js";
 import { createHealthService, HealthStatus } from "../../src/transport/grpc/health-service.js";
 import { createReflectionServices } from "../../src/transport/grpc/reflection-service.js";
@@ -97,6 +98,7 @@ async function startServer(): Promise<TestServer> {
     jsonOptions: {},
     readMaxBytes: 4 * 1024 * 1024,
     turns: new FairTurns(8, (err) => logger.warn({ err }, "call failed")),
+    bodyBudget: new BodyBudget(64 * 1024 * 1024),
     fallback: (_req, res) => {
       res.writeHead(404);
       res.end();

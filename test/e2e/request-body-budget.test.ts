@@ -138,4 +138,69 @@ describe("the server's budget of request bodies", () => {
       session.destroy();
     }
   });
+
+  // connect-node reads these bodies itself; the body it reads (counted-body.ts) counts them as they arrive.
+  it("refuses a Connect body past it with 503 and the Connect error JSON, and gives the bytes back", async () => {
+    const partialConnect = (): http.ClientRequest => {
+      const req = http.request(`${server.url}/kms.v1.KeyManagerService/Encrypt`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${server.token}`, "content-type": "application/proto", "content-length": 3_000_000 },
+      });
+      req.on("error", () => {});
+      req.write(PART);
+      return req;
+    };
+    const first = partialConnect();
+    await settle();
+    const second = partialConnect();
+    const refused = await answerOf(second);
+    expect(refused).toEqual({ status: 503, retryAfter: "1", body: expect.objectContaining({ code: "unavailable", message: busyMessage }) });
+    second.destroy();
+    first.destroy();
+    await settle();
+    const third = partialConnect();
+    expect(await soon(answerOf(third))).toBe("pending");
+    third.destroy();
+    await settle();
+  });
+
+  it("refuses a gRPC-web body past it with UNAVAILABLE and Retry-After, and gives the bytes back", async () => {
+    const partialGrpcWeb = (): http.ClientRequest => {
+      const req = http.request(`${server.url}/kms.v1.KeyManagerService/Encrypt`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${server.token}`, "content-type": "application/grpc-web+proto", "x-grpc-web": "1" },
+      });
+      req.on("error", () => {});
+      const prefix = Buffer.alloc(5);
+      prefix.writeUInt32BE(3_000_000, 1);
+      req.write(Buffer.concat([prefix, PART]));
+      return req;
+    };
+    // gRPC-web's status: in the headers of a trailers-only answer, else in the trailer frame of the body.
+    const grpcWebAnswerOf = (req: http.ClientRequest): Promise<{ retryAfter: string | undefined; status: string }> =>
+      new Promise((resolve) => {
+        req.on("response", (res) => {
+          const chunks: Buffer[] = [];
+          res.on("data", (c: Buffer) => chunks.push(c));
+          res.on("end", () => {
+            const inHeaders = res.headers["grpc-status"];
+            const trailer = Buffer.concat(chunks).toString("latin1");
+            const status =
+              inHeaders !== undefined
+                ? `${String(inHeaders)} ${decodeURIComponent(String(res.headers["grpc-message"]))}`
+                : `${/grpc-status:\s*(\d+)/.exec(trailer)?.[1] ?? "none"} ${decodeURIComponent(/grpc-message:\s*([^\r\n]*)/.exec(trailer)?.[1] ?? "")}`;
+            resolve({ retryAfter: res.headers["retry-after"], status });
+          });
+        });
+      });
+    const first = partialGrpcWeb();
+    await settle();
+    expect(await grpcWebAnswerOf(partialGrpcWeb())).toEqual({ retryAfter: "1", status: `14 ${busyMessage}` });
+    first.destroy();
+    await settle();
+    const again = partialGrpcWeb();
+    expect(await soon(grpcWebAnswerOf(again))).toBe("pending");
+    again.destroy();
+    await settle();
+  });
 });

@@ -7,6 +7,7 @@ import type { ViolationList } from "../../src/errors/violation-list.js";
 import { limitsOf } from "../../src/pipeline/message-limits.js";
 import { countedRequest } from "../../src/transport/connect/counted-body.js";
 import { FairTurns } from "../../src/transport/fair-turns.js";
+import { BodyBudget } from "../../src/transport/limits/body-budget.js";
 import type { UniversalServerRequest } from "../../src/transport/connect/connect-internals.js";
 import { frame } from "../support/raw-grpc.js";
 
@@ -39,7 +40,7 @@ function request(contentType: string, chunks: Uint8Array[], extra: Record<string
 
 // What the counted body passes on, or the refusal it ends with.
 async function read(req: UniversalServerRequest): Promise<Buffer | Refused> {
-  const counted = countedRequest(req, LIMITS, MAX_BYTES, refuse, null, false);
+  const counted = countedRequest(req, LIMITS, MAX_BYTES, refuse, null, false, null);
   const out: Uint8Array[] = [];
   try {
     for await (const chunk of counted.body as AsyncIterable<Uint8Array>) out.push(chunk);
@@ -73,7 +74,7 @@ describe("the body connect-node reads", () => {
     const ok = frame(message(1));
     const over = frame(message(65));
     for (let cut = 1; cut < over.length; cut += 11) {
-      const counted = countedRequest(request("application/grpc-web+proto", splitAt(Buffer.concat([ok, over]), ok.length + cut)), LIMITS, MAX_BYTES, refuse, null, false);
+      const counted = countedRequest(request("application/grpc-web+proto", splitAt(Buffer.concat([ok, over]), ok.length + cut)), LIMITS, MAX_BYTES, refuse, null, false, null);
       const it = (counted.body as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]();
       expect((await it.next()).value).toEqual(ok);
       await expect(it.next()).rejects.toThrow(flood);
@@ -86,7 +87,7 @@ describe("the body connect-node reads", () => {
     const ok = frame(message(1));
     const declared = Buffer.from([0, 0, 0x40, 0, 0]); // 4 MiB, the most the limit allows
     for (const chunks of [[ok, declared, Buffer.from([1, 2, 3])], [Buffer.concat([ok, declared.subarray(0, 2)]), declared.subarray(2)]]) {
-      const it = (countedRequest(request("application/grpc", chunks), LIMITS, MAX_BYTES, refuse, null, false).body as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]();
+      const it = (countedRequest(request("application/grpc", chunks), LIMITS, MAX_BYTES, refuse, null, false, null).body as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]();
       expect((await it.next()).value).toEqual(ok);
       // The body ended inside the envelope: one byte of it, which Connect refuses as an incomplete envelope.
       expect(await it.next()).toEqual({ done: false, value: declared.subarray(0, 1) });
@@ -94,16 +95,16 @@ describe("the body connect-node reads", () => {
     }
     // An envelope declared over the size limit is passed on at once, for Connect to refuse on its header.
     const huge = Buffer.from([0, 0xff, 0xff, 0xff, 0xff]);
-    const it = (countedRequest(request("application/grpc", [huge, Buffer.from([1])]), LIMITS, MAX_BYTES, refuse, null, false).body as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]();
+    const it = (countedRequest(request("application/grpc", [huge, Buffer.from([1])]), LIMITS, MAX_BYTES, refuse, null, false, null).body as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]();
     expect((await it.next()).value).toEqual(huge);
     expect((await it.next()).value).toEqual(Buffer.from([1]));
   });
 
   it("does not tell Connect a unary body's declared length, which it would allocate before reading a byte, unless over the limit", async () => {
-    const within = countedRequest(request("application/json", [], { "content-length": String(MAX_BYTES) }), LIMITS, MAX_BYTES, refuse, null, false);
+    const within = countedRequest(request("application/json", [], { "content-length": String(MAX_BYTES) }), LIMITS, MAX_BYTES, refuse, null, false, null);
     expect(within.header.get("content-length")).toBeNull();
     // Over the limit: Connect refuses it on the header alone, before reading the body.
-    const over = countedRequest(request("application/json", [], { "content-length": String(MAX_BYTES + 1) }), LIMITS, MAX_BYTES, refuse, null, false);
+    const over = countedRequest(request("application/json", [], { "content-length": String(MAX_BYTES + 1) }), LIMITS, MAX_BYTES, refuse, null, false, null);
     expect(over.header.get("content-length")).toBe(String(MAX_BYTES + 1));
   });
 
@@ -141,7 +142,7 @@ describe("the body connect-node reads", () => {
     const turns = new FairTurns(0, (err) => {
       throw err;
     });
-    const it = (countedRequest(req, LIMITS, MAX_BYTES, refuse, turns, false).body as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]();
+    const it = (countedRequest(req, LIMITS, MAX_BYTES, refuse, turns, false, null).body as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]();
     await it.next();
     let settled = false;
     const failed = it.next().finally(() => (settled = true));
@@ -158,7 +159,7 @@ describe("the body connect-node reads", () => {
     ] as const) {
       const bad = frame(message(1));
       bad[0] = flags;
-      const it = (countedRequest(request(contentType, [frame(message(1)), bad.subarray(0, 5)]), LIMITS, MAX_BYTES, refuse, null, false).body as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]();
+      const it = (countedRequest(request(contentType, [frame(message(1)), bad.subarray(0, 5)]), LIMITS, MAX_BYTES, refuse, null, false, null).body as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]();
       await it.next();
       const refused = await it.next().then(
         () => undefined,
@@ -177,7 +178,7 @@ describe("the body connect-node reads", () => {
   // and passed on. Whatever the cuts.
   it("refuses a unary body with bytes after its message as the gRPC adapter does, however it is cut", async () => {
     const readUnary = async (chunks: Buffer[]): Promise<{ passed: Buffer; refused: string | null }> => {
-      const counted = countedRequest(request("application/grpc", chunks), LIMITS, MAX_BYTES, refuse, null, true);
+      const counted = countedRequest(request("application/grpc", chunks), LIMITS, MAX_BYTES, refuse, null, true, null);
       const out: Uint8Array[] = [];
       try {
         for await (const chunk of counted.body as AsyncIterable<Uint8Array>) out.push(chunk);
@@ -212,6 +213,47 @@ describe("the body connect-node reads", () => {
     // One message alone is passed on and counted; over its limits it is refused as in any call.
     expect(await readUnary(splitAt(first, 3))).toEqual({ passed: first, refused: null });
     expect((await readUnary([frame(message(65))])).refused).toContain(flood);
+  });
+
+  // The server's budget of request bodies holds a body's bytes while it arrives, and has them back however the body
+  // ends: read whole, refused, failed, or left unread by Connect; past the budget, the body is refused as busy.
+  it("counts the bytes it reads against the server's budget until the body ends, however it ends", async () => {
+    const budget = new BodyBudget(1024);
+    const readWith = async (req: UniversalServerRequest, stopAfterFirst = false): Promise<string> => {
+      const it = (countedRequest(req, LIMITS, MAX_BYTES, refuse, null, false, budget).body as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]();
+      try {
+        for (let r = await it.next(); r.done !== true; r = await it.next()) {
+          expect(budget.heldBytes).toBeGreaterThan(0);
+          if (stopAfterFirst) {
+            await it.return!();
+            return "returned";
+          }
+        }
+        return "whole";
+      } catch (thrown) {
+        // ConnectError's instanceof takes any ConnectError for a Refused: told apart by code.
+        if (thrown instanceof ConnectError && thrown.code === Code.Unavailable) return `${thrown.code} ${thrown.rawMessage}`;
+        return thrown instanceof Refused ? "over limits" : String(thrown);
+      }
+    };
+    const two = Buffer.concat([frame(message(1)), frame(message(2))]);
+    expect(await readWith(request("application/grpc", splitAt(two, 3, 12)))).toBe("whole");
+    expect(budget.heldBytes).toBe(0);
+    expect(await readWith(request("application/grpc", splitAt(two, 12)), true)).toBe("returned");
+    expect(budget.heldBytes).toBe(0);
+    expect(await readWith(request("application/grpc", [frame(message(65))]))).toBe("over limits");
+    expect(budget.heldBytes).toBe(0);
+    async function* failing() {
+      yield frame(message(1));
+      throw new Error("the peer left");
+    }
+    expect(await readWith({ ...request("application/grpc", []), body: failing() } as UniversalServerRequest)).toBe("Error: the peer left");
+    expect(budget.heldBytes).toBe(0);
+    const large = Buffer.alloc(800, 0x61);
+    expect(await readWith(request("application/proto", [large, large]))).toBe(
+      `${Code.Unavailable} the server holds as many request bodies as it may (1024 bytes in all); retry in a moment`,
+    );
+    expect(budget.heldBytes).toBe(0);
   });
 
   it("leaves alone what no protocol of Connect's reads", async () => {

@@ -8,6 +8,7 @@ import type { MethodTable } from "../../pipeline/method-table.js";
 import { acceptedCompressions } from "../compression.js";
 import type { NodeRequest, NodeResponse } from "../node-types.js";
 import type { FairTurns } from "../fair-turns.js";
+import type { BodyBudget } from "../limits/body-budget.js";
 import type { UniversalHandler, UniversalServerRequest } from "./connect-internals.js";
 import { wrapHandler } from "./handler-wrapper.js";
 import { answerMethodNotAllowed } from "./method-not-allowed.js";
@@ -20,6 +21,8 @@ export interface ConnectAdapterOptions extends Omit<ConnectRouterOptions, "inter
   readMaxBytes: number;
   // Starts and ends of the calls Connect serves, within a time budget per turn.
   turns: FairTurns;
+  // The server's budget of request bodies, which the bodies Connect reads count against (counted-body.ts).
+  bodyBudget: BodyBudget;
   // Requests for paths no handler serves (REST, probes).
   fallback(req: NodeRequest, res: NodeResponse): void;
   logger: Logger;
@@ -36,14 +39,14 @@ export interface ConnectAdapter {
 // pipeline interceptor on every call and each of the router's handlers wrapped by wrapHandler.
 export function createConnectAdapter(options: ConnectAdapterOptions): ConnectAdapter {
   loadFetchGlobals();
-  const { routes, fallback, logger, table, turns, ...routerOptions } = options;
+  const { routes, fallback, logger, table, turns, bodyBudget, ...routerOptions } = options;
   const router = createConnectRouter({
     acceptCompression: acceptedCompressions,
     ...routerOptions,
     interceptors: [pipelineInterceptor(table, logger, options.readMaxBytes)],
   });
   routes(router);
-  const settings = { table, jsonOptions: options.jsonOptions, maxMessageBytes: options.readMaxBytes, logger, turns };
+  const settings = { table, jsonOptions: options.jsonOptions, maxMessageBytes: options.readMaxBytes, logger, turns, bodyBudget };
   const handlers = router.handlers.map((h) => wrapHandler(h, settings));
   const byPath = new Map(handlers.map((h) => [h.requestPath, h]));
 

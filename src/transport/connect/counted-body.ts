@@ -4,6 +4,8 @@ import type { JsonValue } from "@bufbuild/protobuf";
 import { invalidArgument } from "../../errors/domain-error.js";
 import type { DomainError } from "../../errors/domain-error.js";
 import { compressedRequestTooLarge, malformedBody, notOneMessage, requestTooLarge, unknownJsonField } from "../../errors/protocol-errors.js";
+import { serverBusy } from "../limits/body-budget.js";
+import type { BodyBudget } from "../limits/body-budget.js";
 import type { BodyEncoding } from "../../errors/protocol-errors.js";
 import type { ErrorDomain } from "../../errors/reasons.js";
 import { statusPartsOf } from "../../errors/status-details.js";
@@ -57,6 +59,9 @@ export function countedRequest(
   refuse: Refuse,
   turns: FairTurns | null,
   unary: boolean,
+  // The server's budget of request bodies, which the bytes read count against until the body has been read whole;
+  // null when they were counted already (a REST call sent through Connect in-process).
+  budget: BodyBudget | null,
 ): UniversalServerRequest {
   const body = req.body;
   if (req.method !== "POST" || typeof body !== "object" || body === null || !(Symbol.asyncIterator in body)) return req;
@@ -126,8 +131,9 @@ export function countedRequest(
     malformed: () => ours(malformedBody(domain(), framing.encoding)),
     tooLarge: () => ours(requestTooLarge(domain(), maxBytes)),
     notOneMessage: () => ours(notOneMessage(domain())),
+    busy: () => ours(serverBusy(domain(), budget?.maxBytes ?? 0)),
   };
-  const counted = new CountedBody(source, maxBytes, count, refusals, framing.enveloped, framing.compression === null ? 0 : FLAG_COMPRESSED, unary);
+  const counted = new CountedBody(source, maxBytes, count, refusals, framing.enveloped, framing.compression === null ? 0 : FLAG_COMPRESSED, unary, budget);
   return { ...req, body: counted };
 }
 
@@ -162,6 +168,8 @@ interface Refusals {
   malformed(): ConnectError;
   tooLarge(): ConnectError;
   notOneMessage(): ConnectError;
+  // The server's budget of request bodies has no room for more of this one.
+  busy(): ConnectError;
 }
 
 interface Source {
@@ -195,6 +203,8 @@ class CountedBody implements AsyncIterableIterator<Uint8Array> {
   // (the first five of them, a second envelope's header, are read into #header); null and 0 until it is whole.
   #one: { flags: number; envelope: Uint8Array; message: Uint8Array } | null = null;
   #afterOne = 0;
+  // The bytes of this body the server's budget holds for it.
+  #budgeted = 0;
   // The whole body's chunks, while within the size limit.
   readonly #chunks: Uint8Array[] = [];
   #size = 0;
@@ -211,6 +221,7 @@ class CountedBody implements AsyncIterableIterator<Uint8Array> {
     // after the envelope are refused first (`afterOneRefusal`, in that adapter's order), then the message is counted.
     // connect-node's answer to such bytes depended on where they were cut (test/property/grpc-chunks.test.ts).
     private readonly unary: boolean,
+    private readonly budget: BodyBudget | null,
   ) {}
 
   [Symbol.asyncIterator](): this {
@@ -218,14 +229,44 @@ class CountedBody implements AsyncIterableIterator<Uint8Array> {
   }
 
   next(): Promise<IteratorResult<Uint8Array>> {
-    return this.source.it.next().then(this.#read, this.#failed);
+    const reading = this.source.it.next().then(this.#read, this.#failed);
+    return this.budget === null ? reading : reading.then(this.#giveBackAtEnd, this.#giveBackOnError);
   }
 
   // Connect stopped reading before the end: the request's own iterator is let go, as `for await` would.
   return(): Promise<IteratorResult<Uint8Array>> {
+    this.#giveBack();
     const it = this.source.it;
     return it.return === undefined ? Promise.resolve(DONE) : it.return().then(() => DONE);
   }
+
+  // Counted against the server's budget from the chunk that brings them until the body has been read whole, has
+  // failed, or was refused: a body still arriving is what a slow or stalled caller makes the server hold (the
+  // gRPC adapter and REST count theirs the same way, docs/robustness.md).
+  #budget(bytes: number): void {
+    if (this.budget === null || bytes === 0) return;
+    if (!this.budget.take(bytes)) {
+      this.#giveBack();
+      throw this.refusals.busy();
+    }
+    this.#budgeted += bytes;
+  }
+
+  #giveBack(): void {
+    if (this.#budgeted === 0) return;
+    this.budget!.give(this.#budgeted);
+    this.#budgeted = 0;
+  }
+
+  readonly #giveBackAtEnd = (result: IteratorResult<Uint8Array>): IteratorResult<Uint8Array> => {
+    if (result.done === true) this.#giveBack();
+    return result;
+  };
+
+  readonly #giveBackOnError = (err: unknown): never => {
+    this.#giveBack();
+    throw err;
+  };
 
   readonly #read = (next: IteratorResult<Uint8Array>): IteratorResult<Uint8Array> | Promise<IteratorResult<Uint8Array>> => {
     if (next.done === true) {
@@ -236,6 +277,7 @@ class CountedBody implements AsyncIterableIterator<Uint8Array> {
       return counting === undefined ? DONE : counting.then(() => DONE);
     }
     const chunk = next.value;
+    this.#budget(chunk.length);
     if (!this.enveloped) {
       this.#size += chunk.length;
       if (this.#size <= this.maxBytes) this.#chunks.push(chunk);

@@ -32,7 +32,8 @@ import { refusalOf } from "./connect-refusals.js";
 import { countedRequest } from "./counted-body.js";
 import { binaryFromText, textFromBinary } from "./grpc-web-text.js";
 import type { FairTurns } from "../fair-turns.js";
-import { callKey, startedKey } from "./pipeline-interceptor.js";
+import type { BodyBudget } from "../limits/body-budget.js";
+import { callKey, startedKey, viaRestKey } from "./pipeline-interceptor.js";
 import { capTimeoutHeaders } from "./timeout-headers.js";
 import { unwrittenStatusResponse } from "./unwritten-status.js";
 
@@ -45,6 +46,8 @@ export interface WrapperSettings {
   logger: Logger;
   // Where the failure of a request's body waits for a turn with room (fair-turns.ts).
   turns: FairTurns;
+  // The server's budget of request bodies (body-budget.ts), which the bodies Connect reads count against.
+  bodyBudget: BodyBudget;
 }
 
 // Wraps one of the Connect router's handlers, for what happens outside the interceptor (and so outside the call
@@ -76,7 +79,9 @@ export function wrapHandler(handler: UniversalHandler, settings: WrapperSettings
     // pipeline, in Connect's protocol layer or before either (a new id made below for each was one more id).
     const requestId = requestIdOf(req.header.get("x-request-id"));
     req.header.set("x-request-id", requestId);
-    const counted = countedRequest(req, entry.limits, settings.maxMessageBytes, refuseOverLimits, settings.turns, entry.method.methodKind === "unary");
+    // A REST call sent through Connect in-process: its body was read, and counted, by the REST adapter.
+    const budget = contextValues.get(viaRestKey) ? null : settings.bodyBudget;
+    const counted = countedRequest(req, entry.limits, settings.maxMessageBytes, refuseOverLimits, settings.turns, entry.method.methodKind === "unary", budget);
     const res = await handler(counted).catch((thrown: unknown) => {
       // A gRPC status Connect failed to write (unwritten-status.ts); a caller that went away needs none.
       const answer = req.signal.aborted ? undefined : unwrittenStatusResponse(contentType, thrown);
