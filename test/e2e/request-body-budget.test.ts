@@ -203,4 +203,45 @@ describe("the server's budget of request bodies", () => {
     again.destroy();
     await settle();
   });
+
+  // connect-node refused a second message of a server-streaming call without ending the body or letting it go: its
+  // bytes stayed counted, and such calls, which need no credentials, filled the budget for good (a probe).
+  it("gives back the bytes of a server-streaming call that sent two messages, once its stream closes", async () => {
+    const session = http2.connect(server.url);
+    session.on("error", () => {});
+    const envelope = (message: Buffer): Buffer => {
+      const prefix = Buffer.alloc(5);
+      prefix.writeUInt32BE(message.length, 1);
+      return Buffer.concat([prefix, message]);
+    };
+    // HealthCheckRequest{service: 100 KB of "a"}: within its limits, so that Connect, not the count, refuses it.
+    const service = Buffer.concat([Buffer.from([0x0a, 0xa0, 0x8d, 0x06]), Buffer.alloc(100_000, 0x61)]);
+    const twoMessages = Buffer.concat([envelope(Buffer.alloc(0)), envelope(service)]);
+    try {
+      // 4.4 MB in all, past the 4 MiB budget.
+      for (let i = 0; i < 44; i++) {
+        const status = await new Promise<string>((resolve) => {
+          const stream = session.request({ ":method": "POST", ":path": "/grpc.health.v1.Health/Watch", "content-type": "application/grpc-web+proto" });
+          stream.on("error", () => {});
+          const chunks: Buffer[] = [];
+          stream.on("data", (c: Buffer) => chunks.push(c));
+          stream.on("close", () => resolve(/grpc-status:\s*(\d+)/.exec(Buffer.concat(chunks).toString("latin1"))?.[1] ?? "none"));
+          stream.end(twoMessages);
+        });
+        expect(status).toBe("12");
+      }
+    } finally {
+      session.destroy();
+    }
+    await settle();
+    const req = http.request(`${server.url}/kms.v1.KeyManagerService/Encrypt`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${server.token}`, "content-type": "application/proto", "content-length": 3_000_000 },
+    });
+    req.on("error", () => {});
+    req.write(PART);
+    expect(await soon(answerOf(req))).toBe("pending");
+    req.destroy();
+    await settle();
+  });
 });

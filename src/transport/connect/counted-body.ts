@@ -134,6 +134,10 @@ export function countedRequest(
     busy: () => ours(serverBusy(domain(), budget?.maxBytes ?? 0)),
   };
   const counted = new CountedBody(source, maxBytes, count, refusals, framing.enveloped, framing.compression === null ? 0 : FLAG_COMPRESSED, unary, budget);
+  // connect-node may stop reading a body without ending it or calling `return` (a server-streaming call sent a
+  // second message: its bytes stayed counted for good, a probe found, and 68 such calls without credentials filled
+  // the budget). Whatever is still counted goes back when the request closes.
+  if (budget !== null) req.signal.addEventListener("abort", () => counted.giveBack(), { once: true });
   return { ...req, body: counted };
 }
 
@@ -235,7 +239,7 @@ class CountedBody implements AsyncIterableIterator<Uint8Array> {
 
   // Connect stopped reading before the end: the request's own iterator is let go, as `for await` would.
   return(): Promise<IteratorResult<Uint8Array>> {
-    this.#giveBack();
+    this.giveBack();
     const it = this.source.it;
     return it.return === undefined ? Promise.resolve(DONE) : it.return().then(() => DONE);
   }
@@ -246,25 +250,26 @@ class CountedBody implements AsyncIterableIterator<Uint8Array> {
   #budget(bytes: number): void {
     if (this.budget === null || bytes === 0) return;
     if (!this.budget.take(bytes)) {
-      this.#giveBack();
+      this.giveBack();
       throw this.refusals.busy();
     }
     this.#budgeted += bytes;
   }
 
-  #giveBack(): void {
+  // What the budget holds for this body, back; again is nothing.
+  giveBack(): void {
     if (this.#budgeted === 0) return;
     this.budget!.give(this.#budgeted);
     this.#budgeted = 0;
   }
 
   readonly #giveBackAtEnd = (result: IteratorResult<Uint8Array>): IteratorResult<Uint8Array> => {
-    if (result.done === true) this.#giveBack();
+    if (result.done === true) this.giveBack();
     return result;
   };
 
   readonly #giveBackOnError = (err: unknown): never => {
-    this.#giveBack();
+    this.giveBack();
     throw err;
   };
 
