@@ -34,6 +34,17 @@ function partialRest(): http.ClientRequest {
   return req;
 }
 
+// A Connect Encrypt (binary, unary) whose body is declared at 3 MB and sent in part, as partialRest.
+function partialConnect(): http.ClientRequest {
+  const req = http.request(`${server.url}/kms.v1.KeyManagerService/Encrypt`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${server.token}`, "content-type": "application/proto", "content-length": 3_000_000 },
+  });
+  req.on("error", () => {});
+  req.write(PART);
+  return req;
+}
+
 function answerOf(req: http.ClientRequest): Promise<{ status: number; retryAfter: string | undefined; body: { code?: number; message?: string } }> {
   return new Promise((resolve) => {
     req.on("response", (res) => {
@@ -64,6 +75,21 @@ function statusOf(stream: http2.ClientHttp2Stream): Promise<string> {
     stream.on("close", () => resolve(`${String(headers["grpc-status"])} ${decodeURIComponent(String(headers["grpc-message"]))}`));
     stream.on("data", () => {});
   });
+}
+
+// One partial body taken (still being read), a second refused with `refusal`; once the first is gone, another taken.
+async function refusedPastBudgetThenTaken<T>(partial: () => http.ClientRequest, answer: (req: http.ClientRequest) => Promise<T>, refusal: unknown): Promise<void> {
+  const first = partial();
+  await settle();
+  const second = partial();
+  expect(await answer(second)).toEqual(refusal);
+  second.destroy();
+  first.destroy();
+  await settle();
+  const again = partial();
+  expect(await soon(answer(again))).toBe("pending");
+  again.destroy();
+  await settle();
 }
 
 const busyMessage = `the server holds as many request bodies as it may (${BUDGET} bytes in all); retry in a moment`;
@@ -141,27 +167,7 @@ describe("the server's budget of request bodies", () => {
 
   // connect-node reads these bodies itself; the body it reads (counted-body.ts) counts them as they arrive.
   it("refuses a Connect body past it with 503 and the Connect error JSON, and gives the bytes back", async () => {
-    const partialConnect = (): http.ClientRequest => {
-      const req = http.request(`${server.url}/kms.v1.KeyManagerService/Encrypt`, {
-        method: "POST",
-        headers: { authorization: `Bearer ${server.token}`, "content-type": "application/proto", "content-length": 3_000_000 },
-      });
-      req.on("error", () => {});
-      req.write(PART);
-      return req;
-    };
-    const first = partialConnect();
-    await settle();
-    const second = partialConnect();
-    const refused = await answerOf(second);
-    expect(refused).toEqual({ status: 503, retryAfter: "1", body: expect.objectContaining({ code: "unavailable", message: busyMessage }) });
-    second.destroy();
-    first.destroy();
-    await settle();
-    const third = partialConnect();
-    expect(await soon(answerOf(third))).toBe("pending");
-    third.destroy();
-    await settle();
+    await refusedPastBudgetThenTaken(partialConnect, answerOf, { status: 503, retryAfter: "1", body: expect.objectContaining({ code: "unavailable", message: busyMessage }) });
   });
 
   it("refuses a gRPC-web body past it with UNAVAILABLE and Retry-After, and gives the bytes back", async () => {
@@ -193,15 +199,7 @@ describe("the server's budget of request bodies", () => {
           });
         });
       });
-    const first = partialGrpcWeb();
-    await settle();
-    expect(await grpcWebAnswerOf(partialGrpcWeb())).toEqual({ retryAfter: "1", status: `14 ${busyMessage}` });
-    first.destroy();
-    await settle();
-    const again = partialGrpcWeb();
-    expect(await soon(grpcWebAnswerOf(again))).toBe("pending");
-    again.destroy();
-    await settle();
+    await refusedPastBudgetThenTaken(partialGrpcWeb, grpcWebAnswerOf, { retryAfter: "1", status: `14 ${busyMessage}` });
   });
 
   // connect-node refused a second message of a server-streaming call without ending the body or letting it go: its
@@ -234,12 +232,7 @@ describe("the server's budget of request bodies", () => {
       session.destroy();
     }
     await settle();
-    const req = http.request(`${server.url}/kms.v1.KeyManagerService/Encrypt`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${server.token}`, "content-type": "application/proto", "content-length": 3_000_000 },
-    });
-    req.on("error", () => {});
-    req.write(PART);
+    const req = partialConnect();
     expect(await soon(answerOf(req))).toBe("pending");
     req.destroy();
     await settle();
