@@ -60,9 +60,9 @@ interface PendingCall {
   readonly adapter: GrpcUnaryAdapter;
   readonly entry: MethodEntry;
   readonly headers: http2.IncomingHttpHeaders;
-  // The body: almost always one chunk (`first`). One of more chunks is kept as chunks (`rest`) until half of what
-  // its envelope declares has come, then copied as they come into a buffer of the pool (`joined`, `declared` bytes
-  // long when whole); one longer than its envelope declares (a second message) stays as chunks, joined at the end.
+  // The body: almost always one chunk (`first`). A body of more is kept as chunks (`rest`) until half of what its
+  // envelope declares has come, then copied as they come into a buffer of the pool (`joined`, `declared` bytes long
+  // when whole); one longer than its envelope declares (a second message) stays as chunks, joined at the end.
   first: Buffer | null;
   rest: Buffer[] | null;
   joined: Buffer | null;
