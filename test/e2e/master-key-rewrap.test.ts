@@ -55,6 +55,18 @@ describe("re-wrapping the data under a new master key", () => {
     return { path, material };
   }
 
+  // A store whose master key is named by MASTER_KEY_FILE (`current`), with data sealed under it, its server stopped;
+  // and a new key file (`next`) to re-wrap it with.
+  async function namedKeyStore(name: string) {
+    const dataDir = join(dir.path, name);
+    const current = newKeyFile(`${name}-current.key`);
+    const next = newKeyFile(`${name}-new.key`);
+    const server = await spawnServer({ dataDir, env: { MASTER_KEY: "", MASTER_KEY_FILE: current.path } });
+    const sealed = await sealSome(server.url, 2);
+    await server.kill("SIGTERM");
+    return { dataDir, current, next, sealed };
+  }
+
   it("with <data-dir>/master.key: refused while the server runs; then done, and the new key opens every ciphertext", async () => {
     const dataDir = join(dir.path, "own");
     let server = await spawnServer({ dataDir, env: ownLayout });
@@ -105,12 +117,7 @@ describe("re-wrapping the data under a new master key", () => {
   });
 
   it("with MASTER_KEY_FILE: re-wraps the data and leaves switching the setting to the operator", async () => {
-    const dataDir = join(dir.path, "named");
-    const current = newKeyFile("named-current.key");
-    const next = newKeyFile("named-new.key");
-    let server = await spawnServer({ dataDir, env: { MASTER_KEY: "", MASTER_KEY_FILE: current.path } });
-    const sealed = await sealSome(server.url, 2);
-    await server.kill("SIGTERM");
+    const { dataDir, current, next, sealed } = await namedKeyStore("named");
 
     const done = await runRewrap(dataDir, next.path, { MASTER_KEY_FILE: current.path });
     expect(done.code).toBe(0);
@@ -118,7 +125,7 @@ describe("re-wrapping the data under a new master key", () => {
     expect(ownKeyFiles(dataDir)).toEqual([null, null]);
 
     expect((await startExpectingRefusal(dataDir, { MASTER_KEY_FILE: current.path })).code).toBe(1);
-    server = await spawnServer({ dataDir, env: { MASTER_KEY: "", MASTER_KEY_FILE: next.path } });
+    const server = await spawnServer({ dataDir, env: { MASTER_KEY: "", MASTER_KEY_FILE: next.path } });
     try {
       expect(await openAll(server.url, sealed)).toEqual(plaintexts(sealed));
     } finally {
@@ -129,12 +136,7 @@ describe("re-wrapping the data under a new master key", () => {
   // A probe on a full disk (2026-11-28): VACUUM failed after the commit and the command exited 1, "failed", though the
   // data was under the new key only; a script that then deleted the new key lost the data.
   it("whose erasure of old copies fails after the commit: exit 0, saying the re-wrap is done and to keep the new key", async () => {
-    const dataDir = join(dir.path, "vacuum");
-    const current = newKeyFile("vacuum-current.key");
-    const next = newKeyFile("vacuum-new.key");
-    let server = await spawnServer({ dataDir, env: { MASTER_KEY: "", MASTER_KEY_FILE: current.path } });
-    const sealed = await sealSome(server.url, 2);
-    await server.kill("SIGTERM");
+    const { dataDir, current, next, sealed } = await namedKeyStore("vacuum");
 
     const done = await runRewrap(dataDir, next.path, { MASTER_KEY_FILE: current.path, CLOUDPLANE_TEST_REWRAP_FAIL_VACUUM: "1" });
     expect(done.code).toBe(0);
@@ -144,7 +146,7 @@ describe("re-wrapping the data under a new master key", () => {
         `remain in the file's free space until it is rebuilt: free space (about the database's size) and run VACUUM on ${join(dataDir, "cloudplane.db")} ` +
         "with the server stopped\n",
     );
-    server = await spawnServer({ dataDir, env: { MASTER_KEY: "", MASTER_KEY_FILE: next.path } });
+    const server = await spawnServer({ dataDir, env: { MASTER_KEY: "", MASTER_KEY_FILE: next.path } });
     try {
       expect(await openAll(server.url, sealed)).toEqual(plaintexts(sealed));
     } finally {

@@ -79,11 +79,8 @@ describe.runIf(await postgresAvailable())("readiness of a server whose database 
 
   beforeAll(async () => {
     database = await createDatabase();
-    const url = new URL(database.url);
-    proxy = await startTcpProxy(Number(url.port || 5432), url.hostname);
-    url.hostname = "127.0.0.1";
-    url.port = String(proxy.port);
-    server = await spawnServer({ dataDir: dir.path, env: { DATABASE_URL: url.toString(), MASTER_KEY: Buffer.alloc(32, 6).toString("base64") } });
+    proxy = await startTcpProxy(database.url, 5432);
+    server = await spawnServer({ dataDir: dir.path, env: { DATABASE_URL: proxy.url, MASTER_KEY: Buffer.alloc(32, 6).toString("base64") } });
   });
   afterAll(async () => {
     await server?.kill("SIGKILL");

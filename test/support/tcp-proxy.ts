@@ -4,14 +4,19 @@ import net from "node:net";
 // connection open now go silent (nothing forwarded either way, nothing closed), as a dropped route does, while new
 // connections go through; `blackhole` makes new ones silent too, until `restore`.
 export interface TcpProxy {
-  port: number;
+  // The service's URL with the proxy in its place.
+  url: string;
   silence(): void;
   blackhole(): void;
   restore(): void;
   close(): Promise<void>;
 }
 
-export async function startTcpProxy(targetPort: number, targetHost: string): Promise<TcpProxy> {
+// A proxy in front of the service at `serviceUrl` (its port, else `defaultPort`).
+export async function startTcpProxy(serviceUrl: string, defaultPort: number): Promise<TcpProxy> {
+  const target = new URL(serviceUrl);
+  const targetPort = Number(target.port || defaultPort);
+  const targetHost = target.hostname;
   const open = new Set<{ client: net.Socket; upstream: net.Socket; silent: boolean }>();
   let blackholed = false;
   const server = net.createServer((client) => {
@@ -31,8 +36,12 @@ export async function startTcpProxy(targetPort: number, targetHost: string): Pro
     upstream.on("data", (data: Buffer) => !link.silent && client.write(data));
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const port = (server.address() as net.AddressInfo).port;
+  const viaProxy = new URL(serviceUrl);
+  viaProxy.hostname = "127.0.0.1";
+  viaProxy.port = String(port);
   return {
-    port: (server.address() as net.AddressInfo).port,
+    url: viaProxy.toString(),
     silence() {
       for (const link of open) link.silent = true;
     },
