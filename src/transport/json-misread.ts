@@ -1,15 +1,18 @@
 import { ScalarType } from "@bufbuild/protobuf";
 import type { DescField, DescMessage, JsonValue } from "@bufbuild/protobuf";
 import { isImpossibleTimestamp } from "../shared/rfc3339.js";
+import { decodeStrictBase64 } from "./json-base64.js";
 
 // Values of a JSON request that protobuf-es would read as another value than the one written, found before the
-// request is decoded, for REST and for Connect's JSON forms alike (two probes, 2026-11-27):
+// request is decoded, for REST and for Connect's JSON forms alike (probes, 2026-11-27 and 2026-11-28):
 // - a google.protobuf.Timestamp text of RFC 3339's shape that names no moment: protobuf-es reads it with Date.parse,
 //   which rolled "2027-02-30T00:00:00Z" over into March 2 and "2027-01-01T24:00:00Z" into the next day, while month
 //   13 was refused. RFC 3339 (5.7) bounds the day by its month and the hour by 23.
 // - an integer written as a string that is not decimal digits: protobuf-es reads it as Number() does, so "0x1",
 //   "0b1", "1e0" and "1.0" were version 1. proto3's JSON takes an integer as a number or a decimal string, and the
 //   path and query of a REST URL are held to decimal digits already (rest/field-path.ts).
+// - bytes (a bytes field or a google.protobuf.BytesValue) that are not base64 in one of its two forms: protobuf-es
+//   skips what it does not expect, so "aGk=aGk=" was "hihi" and an AAD of " " none at all (json-base64.ts).
 // A value of any other form is left to protobuf-es, which refuses or reads it as before.
 
 export const INTEGERS = new Set<ScalarType | undefined>([
@@ -27,18 +30,19 @@ export const INTEGERS = new Set<ScalarType | undefined>([
 export const DECIMAL = /^-?[0-9]+$/;
 
 const TIMESTAMP = "google.protobuf.Timestamp";
+const BYTES_VALUE = "google.protobuf.BytesValue";
 
 const holding = new WeakMap<DescMessage, boolean>();
 
-// Whether a request of this type can hold such a value at all, in a field, a list or a map, at any depth: an integer
-// or a Timestamp. Types that cannot are not walked.
+// Whether a request of this type can hold such a value at all, in a field, a list or a map, at any depth: an
+// integer, bytes or a Timestamp. Types that cannot are not walked.
 export function holdsMisreadable(desc: DescMessage, visiting = new Set<DescMessage>()): boolean {
   const known = holding.get(desc);
   if (known !== undefined) return known;
-  if (desc.typeName === TIMESTAMP) return true;
+  if (desc.typeName === TIMESTAMP || desc.typeName === BYTES_VALUE) return true;
   if (visiting.has(desc)) return false;
   visiting.add(desc);
-  const found = desc.fields.some((f) => INTEGERS.has(f.scalar) || (f.message !== undefined && holdsMisreadable(f.message, visiting)));
+  const found = desc.fields.some((f) => isChecked(f.scalar) || (f.message !== undefined && holdsMisreadable(f.message, visiting)));
   visiting.delete(desc);
   holding.set(desc, found);
   return found;
@@ -58,7 +62,7 @@ function checkedFieldsOf(desc: DescMessage): Map<string, DescField> {
   if (fields === undefined) {
     fields = new Map();
     for (const f of desc.fields) {
-      if (!INTEGERS.has(f.scalar) && (f.message === undefined || !holdsMisreadable(f.message))) continue;
+      if (!isChecked(f.scalar) && (f.message === undefined || !holdsMisreadable(f.message))) continue;
       fields.set(f.jsonName, f);
       fields.set(f.name, f);
     }
@@ -96,9 +100,15 @@ export function findMisread(desc: DescMessage, json: JsonValue, path: string): M
   return undefined;
 }
 
+function isChecked(scalar: ScalarType | undefined): boolean {
+  return INTEGERS.has(scalar) || scalar === ScalarType.BYTES;
+}
+
 function misreadIn(field: DescField, value: JsonValue, path: string): Misread | undefined {
   if (INTEGERS.has(field.scalar)) return typeof value === "string" && !DECIMAL.test(value) ? { field, path } : undefined;
+  if (field.scalar === ScalarType.BYTES) return typeof value === "string" && decodeStrictBase64(value) === undefined ? { field, path } : undefined;
   const message = field.message!;
   if (message.typeName === TIMESTAMP) return typeof value === "string" && isImpossibleTimestamp(value) ? { field, path } : undefined;
+  if (message.typeName === BYTES_VALUE) return typeof value === "string" && decodeStrictBase64(value) === undefined ? { field, path } : undefined;
   return findMisread(message, value, path);
 }

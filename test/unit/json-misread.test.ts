@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { CreateCryptoKeyRequestSchema, EncryptRequestSchema, GetCryptoKeyRequestSchema, UpdateCryptoKeyRequestSchema } from "../../gen/kms/v1/kms_pb.js";
+import { CreateCryptoKeyRequestSchema, DecryptRequestSchema, EncryptRequestSchema, GetCryptoKeyRequestSchema, UpdateCryptoKeyRequestSchema } from "../../gen/kms/v1/kms_pb.js";
 import { isImpossibleTimestamp, rfc3339Millis } from "../../src/shared/rfc3339.js";
 import { findMisread, holdsMisreadable } from "../../src/transport/json-misread.js";
 
@@ -46,5 +46,18 @@ describe("findMisread", () => {
     }
     for (const ok of ["1", "-1", "0", 1, 1.0, 1e0]) expect(findMisread(EncryptRequestSchema, { keyVersionId: ok }, ""), String(ok)).toBeUndefined();
     expect(findMisread(CreateCryptoKeyRequestSchema, { parentId: "p", rotationPeriod: "86400s" }, "")).toBeUndefined();
+  });
+});
+
+describe("findMisread of bytes", () => {
+  it("finds bytes that are not base64 in one of its two forms, and takes every form the proto3 JSON mapping allows", () => {
+    expect(holdsMisreadable(DecryptRequestSchema)).toBe(true);
+    for (const text of ["=aGk", "aGk=aGk=", "aGk=====", "aG k=", "a===", " ", "\n", "+/-_", "aGk*", "ŁŁŁŁ"]) {
+      expect(findMisread(EncryptRequestSchema, { keyId: "k", plaintext: "aGk=", additionalAuthenticatedData: text }, "")?.path, text).toBe("additionalAuthenticatedData");
+      expect(findMisread(DecryptRequestSchema, { keyId: "k", ciphertext: text }, "")?.path, text).toBe("ciphertext");
+    }
+    for (const ok of ["aGk=", "aGk", "", "+/+/", "-_-_", "-_8", null]) {
+      expect(findMisread(EncryptRequestSchema, { keyId: "k", plaintext: ok, additional_authenticated_data: ok }, ""), String(ok)).toBeUndefined();
+    }
   });
 });

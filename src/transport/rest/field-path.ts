@@ -1,6 +1,7 @@
 import { ScalarType } from "@bufbuild/protobuf";
 import type { DescField, DescMessage } from "@bufbuild/protobuf";
 import { hasCustomJsonRepresentation, isWrapperDesc } from "@bufbuild/protobuf/wkt";
+import { decodeStrictBase64 } from "../json-base64.js";
 import { DECIMAL, INTEGERS } from "../json-misread.js";
 
 export type MessageField = DescField & { fieldKind: "message" };
@@ -87,6 +88,8 @@ export function textToJson(field: DescField, text: string): JsonLeaf {
   // "1e1" and "1.0" as integers (protobuf-es reads the text as Number() does), which gave one key version many paths
   // (/versions/0x1, /versions/1e0): such a text is handed on as a value of no integer's form, refused as any other.
   if (INTEGERS.has(field.scalar) && !DECIMAL.test(text)) return [text];
+  // Bytes in a URL are held to the base64 of JSON's bytes (../json-base64.ts) the same way.
+  if (field.scalar === ScalarType.BYTES && decodeStrictBase64(text) === undefined) return [text];
   // Numbers stay strings: proto-JSON accepts "3" for every numeric type, and keeps 64-bit values exact.
   if (field.scalar !== ScalarType.BOOL) return text;
   const lower = text.toLowerCase();

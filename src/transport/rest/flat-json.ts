@@ -1,13 +1,14 @@
 import { ScalarType, create } from "@bufbuild/protobuf";
 import type { DescField, DescMessage, JsonObject, JsonValue, Message } from "@bufbuild/protobuf";
 import { FeatureSet_FieldPresence, hasCustomJsonRepresentation } from "@bufbuild/protobuf/wkt";
-import { decodePlainBase64, encodeBase64 } from "./json-bytes.js";
+import { decodeStrictBase64 } from "../json-base64.js";
+import { encodeBase64 } from "./json-bytes.js";
 
 // Proto-JSON for "flat" messages, those whose every field is a singular string, bool, 32-bit integer or bytes
 // field with implicit presence, outside any oneof: the requests and answers of Encrypt and Decrypt among them.
 // protobuf-es reads and writes such a message through its general, reflective code; a REST Encrypt spent more
 // there (and in the garbage it leaves) than in JSON.parse (bench/README.md). The reader takes only the plain forms
-// (a string, a boolean, an integral number in range, base64 that json-bytes.ts decodes) and leaves every other
+// (a string, a boolean, an integral number in range, base64 that ../json-base64.ts decodes) and leaves every other
 // JSON value to fromJson, which then reads or refuses the whole object as before: the same message or the same
 // error. The writer is toJson's output for these types. Both are held to protobuf-es by a property test.
 
@@ -140,6 +141,6 @@ function readValue(kind: Kind, value: JsonValue): unknown {
     case "uint32":
       return typeof value === "number" && Number.isInteger(value) && value >= 0 && value <= UINT32_MAX ? value : undefined;
     case "bytes":
-      return typeof value === "string" ? decodePlainBase64(value) : undefined;
+      return typeof value === "string" ? decodeStrictBase64(value) : undefined;
   }
 }

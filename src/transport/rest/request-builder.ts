@@ -11,7 +11,8 @@ import type { FieldChain } from "./field-path.js";
 import { describeExpected } from "../field-description.js";
 import { findMisread, holdsMisreadable } from "../json-misread.js";
 import { flatJsonOf } from "./flat-json.js";
-import { bytesFieldsOf, decodePlainBase64 } from "./json-bytes.js";
+import { decodeStrictBase64 } from "../json-base64.js";
+import { bytesFieldsOf } from "./json-bytes.js";
 import { checkJsonFields, findInvalidValue, isJsonObject, unknownField } from "./json-check.js";
 import { duplicateMemberOf } from "./json-duplicates.js";
 import { queryToJson } from "./query-params.js";
@@ -158,8 +159,8 @@ function readJson(desc: DescMessage, json: JsonObject): Message {
   }
 }
 
-// fromJson, with the top-level bytes fields in plain base64 decoded natively (json-bytes.ts) and set after it:
-// the same message, or the same failure, as fromJson alone. fromJson reads them as null (the field's default)
+// fromJson, with the top-level bytes fields decoded natively (../json-base64.ts; a string it refuses was refused
+// before, by findMisread) and set after it: the same message, or the same failure, as fromJson alone. fromJson reads them as null (the field's default)
 // meanwhile, and the JSON is put back as it was for the error path.
 function readJsonDecodingBytes(desc: DescMessage, json: JsonObject): Message {
   let decoded: { key: string; text: string; field: DescField; bytes: Uint8Array }[] | null = null;
@@ -167,7 +168,7 @@ function readJsonDecodingBytes(desc: DescMessage, json: JsonObject): Message {
     // One name at most: checkJsonFields refused a field given under both.
     const key = json[field.jsonName] !== undefined ? field.jsonName : field.name;
     const text = json[key];
-    const bytes = typeof text === "string" ? decodePlainBase64(text) : undefined;
+    const bytes = typeof text === "string" ? decodeStrictBase64(text) : undefined;
     if (bytes === undefined) continue;
     (decoded ??= []).push({ key, text: text as string, field, bytes });
     json[key] = null;
