@@ -195,6 +195,44 @@ describe("the request target and Host header (RFC 9112 3.2)", () => {
   });
 });
 
+// RFC 9112 6.1: a transfer coding the server does not understand SHOULD be answered 501. Node's parser frames the body
+// by the final "chunked" and ignored the codings before it: `x-bogus, chunked` created the key (a probe, 2026-11-28).
+describe("a transfer coding other than chunked", () => {
+  const TE_MESSAGE =
+    "the only transfer coding this server takes is chunked, once (RFC 9112, section 6.1): send the body with Content-Length or Transfer-Encoding: chunked, and a compressed body with Content-Encoding";
+  const chunked = (body: string): string => `${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`;
+
+  test("is 501 PROTOCOL_ERROR in JSON, in the route's domain, the connection closed, and nothing is created", async () => {
+    for (const codings of ["x-bogus, chunked", "gzip, chunked", "identity, chunked"]) {
+      const body = chunked('{"parentId":"transfer-codings"}');
+      const answer = await rawRequest(
+        server.port,
+        `POST /v1/keys HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: ${codings}\r\nContent-Type: application/json\r\nAuthorization: Bearer ${server.token}\r\nx-request-id: te-1\r\n\r\n${body}`,
+      );
+      expect([codings, answer.status]).toEqual([codings, 501]);
+      expect(answer.headers["content-type"]).toBe("application/json");
+      expect(answer.headers["x-request-id"]).toBe("te-1");
+      expect(answer.headers.connection).toBe("close");
+      const json = JSON.parse(answer.body) as { code: number; message: string; details: { typeUrl: string; value: string }[] };
+      expect([json.code, json.message]).toEqual([12, TE_MESSAGE]);
+      expect(fromBinary(ErrorInfoSchema, base64Decode(json.details[0]!.value))).toMatchObject({ reason: "PROTOCOL_ERROR", domain: "kms" });
+    }
+    const listed = await request("GET", "/v1/keys?parentId=transfer-codings", { authorization: `Bearer ${server.token}` });
+    expect(JSON.parse(listed.body.toString())).toEqual({});
+  });
+
+  test("chunked alone, in any case, is served", async () => {
+    const answer = await rawRequest(
+      server.port,
+      `POST /v1/keys HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: Chunked\r\nContent-Type: application/json\r\nAuthorization: Bearer ${server.token}\r\nConnection: close\r\n\r\n${chunked('{"parentId":"transfer-codings-ok"}')}`,
+    );
+    expect(answer.status).toBe(200);
+    const { id } = JSON.parse(answer.body) as { id: string };
+    const listed = await request("GET", "/v1/keys?parentId=transfer-codings-ok", { authorization: `Bearer ${server.token}` });
+    expect((JSON.parse(listed.body.toString()) as { keys: { id: string }[] }).keys.map((k) => k.id)).toEqual([id]);
+  });
+});
+
 // refuseRequestTarget as server.ts is to call it, first in its request listener, on a server that leaves the Host
 // check to it (requireHostHeader: false).
 describe("refuseRequestTarget in front of every route", () => {

@@ -29,12 +29,17 @@ const BAD_HOST = "the Host header must be a host name or address, with an option
 // and `host: evil.test` beside `:authority: 127.0.0.1`, whose links then named evil.test), so `:authority` and Host
 // are held to the HTTP/1.1 Host header's form and must agree when both are sent (a request with neither is reset by
 // Node's HTTP/2 library before it is announced).
+// HTTP/1.1's body framing: a transfer coding other than a final "chunked" is refused 501 (RFC 9112 section 6.1: a
+// server SHOULD answer 501 to a transfer coding it does not understand). Node's parser frames the body by the last
+// "chunked" and said nothing of the codings before it: `x-bogus, chunked` was served as plain JSON, and `gzip,
+// chunked` refused as "not valid UTF-8" (a probe, 2026-11-28). Compression of a body is Content-Encoding's, which
+// REST and Connect refuse or take as docs/callers.md says.
 // A refusal is the JSON google.rpc.Status every REST refusal is (docs/callers.md), the virtualization API's Error
 // document under `/api/`; Node's own refusal of a missing Host (`requireHostHeader`) was a 400 with no body.
 //
 // Rewrites an absolute-form target in place; returns true when it answered the request with a refusal.
 export function refuseRequestTarget(req: NodeRequest, res: NodeResponse, routes: RouteTable): boolean {
-  const refusal = req.httpVersionMajor === 2 ? http2HeadRefusal(req.headers, req.rawHeaders) : invalid(http1TargetProblem(req));
+  const refusal = req.httpVersionMajor === 2 ? http2HeadRefusal(req.headers, req.rawHeaders) : (invalid(http1TargetProblem(req)) ?? transferCodingRefusal(req.headers));
   if (refusal === null) return false;
   const given = req.headers["x-request-id"];
   const requestId = requestIdOf(Array.isArray(given) ? given[0] : given);
@@ -84,6 +89,17 @@ function http1TargetProblem(req: NodeRequest): string | null {
 }
 
 type Refusal = (domain: ErrorDomain) => DomainError;
+
+// A transfer coding of an HTTP/1.x request other than "chunked" once, last; null when there is none.
+function transferCodingRefusal(headers: IncomingHttpHeaders): Refusal | null {
+  const given = headers["transfer-encoding"];
+  if (given === undefined) return null;
+  const codings = given.split(",").map((coding) => coding.trim().toLowerCase());
+  if (codings.length === 1 && codings[0] === "chunked") return null;
+  const message =
+    "the only transfer coding this server takes is chunked, once (RFC 9112, section 6.1): send the body with Content-Length or Transfer-Encoding: chunked, and a compressed body with Content-Encoding";
+  return (domain) => protocolError(domain, Code.Unimplemented, message);
+}
 
 function invalid(problem: string | null): Refusal | null {
   return problem === null ? null : (domain) => protocolError(domain, Code.InvalidArgument, problem);
