@@ -109,8 +109,13 @@ describe("on a running server", () => {
         const before = wholeStore(server.dataDir);
         const answer = await wireCall(server.url, protocol, kms.encrypt, encryptA(), { authorization });
         expect({ authorization, ...status(answer) }).toEqual({ authorization, ...unauthenticated(protocol, message) });
+        // RFC 9110 15.5.2: an HTTP 401 carries its challenge; gRPC and gRPC-web answer with HTTP 200.
+        const challenged = protocol === "grpc" || protocol === "grpc-web" ? undefined : 'Bearer realm="cloudplane"';
+        expect([authorization, answer.headers["www-authenticate"]]).toEqual([authorization, challenged]);
         expect(wholeStore(server.dataDir)).toEqual(before);
       }
+      const none = await wireCall(server.url, protocol, kms.encrypt, encryptA());
+      expect([none.code, none.headers["www-authenticate"]]).toEqual([16, protocol === "grpc" || protocol === "grpc-web" ? undefined : 'Bearer realm="cloudplane"']);
       // The same token, well formed, is accepted.
       const ok = await wireCall(server.url, protocol, kms.encrypt, encryptA(), { authorization: `Bearer ${token}` });
       expect(ok.code).toBe(0);

@@ -1,8 +1,9 @@
 import { create } from "@bufbuild/protobuf";
-import { ConnectError, createContextKey } from "@connectrpc/connect";
+import { Code, ConnectError, createContextKey } from "@connectrpc/connect";
 import type { Interceptor, StreamResponse, UnaryResponse } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import { toConnectError } from "../../errors/to-connect-error.js";
+import { BEARER_CHALLENGE } from "../auth-challenge.js";
 import { Call } from "../../pipeline/call.js";
 import type { AddressSource, HeaderSource, Protocol } from "../../pipeline/call.js";
 import { CallError, callErrorOf } from "../../pipeline/call-error.js";
@@ -66,7 +67,10 @@ export function pipelineInterceptor(table: MethodTable, logger: Logger, maxMessa
       for (const [name, value] of call.responseHeaders ?? []) res.header.append(name, value);
       return res.stream ? { ...res, message: mapStreamErrors(res.message, call, asCallError) } : res;
     } catch (thrown) {
-      throw toConnectError(asCallError(thrown, call), call.responseHeaders);
+      const error = toConnectError(asCallError(thrown, call), call.responseHeaders);
+      // A unary Connect call's error is its HTTP status (401 for UNAUTHENTICATED), with its metadata as headers.
+      if (protocol === "connect" && !req.stream && error.code === Code.Unauthenticated) error.metadata.set("www-authenticate", BEARER_CHALLENGE);
+      throw error;
     }
   };
 }

@@ -15,6 +15,7 @@ import { NodeHeaders } from "../header-source.js";
 import type { NodeRequest, NodeResponse } from "../node-types.js";
 import type { BodyBudget } from "../limits/body-budget.js";
 import { ClientGoneError, readBody } from "./body-reader.js";
+import { BEARER_CHALLENGE } from "../auth-challenge.js";
 import { forwardRequestHeaders, responseHeadersOf } from "./http-headers.js";
 import { resultToRestJson, toRestJson } from "./json-any.js";
 import { buildRequestMessage } from "./request-builder.js";
@@ -210,7 +211,9 @@ function connectInvoker(handlers: UniversalHandler[]): Invoke {
 function errorOutcome(error: ConnectError, headers: Map<string, string[]>): Outcome {
   const retryAfter = retryAfterSeconds(error);
   if (retryAfter !== undefined && !headers.has("retry-after")) headers.set("retry-after", [String(retryAfter)]);
-  return { status: httpStatusOfError(error), headers, body: connectErrorToStatusJson(error) };
+  const status = httpStatusOfError(error);
+  if (status === 401 && !headers.has("www-authenticate")) headers.set("www-authenticate", [BEARER_CHALLENGE]);
+  return { status, headers, body: connectErrorToStatusJson(error) };
 }
 
 // The members of both response classes that writing one JSON answer needs.
