@@ -195,6 +195,61 @@ describe("the request target and Host header (RFC 9112 3.2)", () => {
   });
 });
 
+// A percent escape that cannot be decoded (a "%" not followed by two hex digits, or bytes that are not UTF-8): in a path
+// variable it was REQUEST_INVALID in domain "cloudplane" naming no field, and in the query string read as U+FFFD, so
+// `?parentId=demo%FF` listed another namespace (a probe, 2026-11-28).
+describe("a malformed percent escape", () => {
+  const MALFORMED = "a malformed percent-encoded sequence (a % not followed by two hex digits, or bytes that are not UTF-8)";
+  const auth = (): http.OutgoingHttpHeaders => ({ authorization: `Bearer ${server.token}` });
+
+  test("in a path variable is 400 REQUEST_INVALID naming the field, in the route's domain", async () => {
+    for (const [path, field, domain] of [
+      ["/v1/keys/%FF", "keyId", "kms"],
+      ["/v1/keys/ok/versions/1%FF", "keyVersionId", "kms"],
+      ["/v1/keys/%ZZ", "keyId", "kms"],
+      ["/cluster/v1/si-1/node-pools/%E0%A4", "nodePoolId", "compute"],
+    ] as const) {
+      const answer = await request("GET", path, auth());
+      expect([path, answer.status]).toEqual([path, 400]);
+      expect(refusal(answer.body)).toEqual({
+        code: 3,
+        message: `${field}: invalid value in the URL path; ${MALFORMED}`,
+        reason: "REQUEST_INVALID",
+        domain,
+        violations: [{ field, description: `invalid value in the URL path; ${MALFORMED}` }],
+      });
+    }
+  });
+
+  test("in a literal segment matches no route: 404 ROUTE_NOT_FOUND", async () => {
+    const answer = await request("GET", "/v1/ke%ZZys/k1", auth());
+    expect(answer.status).toBe(404);
+    expect((JSON.parse(answer.body.toString()) as { code: number }).code).toBe(5);
+  });
+
+  test("in the query string is 400 REQUEST_INVALID naming the parameter, not read as U+FFFD", async () => {
+    for (const [query, field] of [
+      ["parentId=demo%FF", "parentId"],
+      ["parentId=demo&page.limit=%ZZ", "page.limit"],
+      ["%FF=1", ""],
+    ] as const) {
+      const answer = await request("GET", `/v1/keys?${query}`, auth());
+      expect([query, answer.status]).toEqual([query, 400]);
+      const description = `invalid value in the query string; ${MALFORMED}`;
+      expect(refusal(answer.body)).toEqual({
+        code: 3,
+        message: field === "" ? description : `${field}: ${description}`,
+        reason: "REQUEST_INVALID",
+        domain: "kms",
+        violations: [{ field, description }],
+      });
+    }
+    // A well-formed escape and "+" are read as before.
+    const ok = await request("GET", "/v1/keys?parentId=d%65mo", auth());
+    expect(ok.status).toBe(200);
+  });
+});
+
 // RFC 9112 6.1: a transfer coding the server does not understand SHOULD be answered 501. Node's parser frames the body
 // by the final "chunked" and ignored the codings before it: `x-bogus, chunked` created the key (a probe, 2026-11-28).
 describe("a transfer coding other than chunked", () => {

@@ -1,5 +1,4 @@
 import { describe, expect, test } from "vitest";
-import { BadRequest } from "../../src/transport/rest/rest-errors.js";
 import { compareSpecificity, matchTemplate, parsePathTemplate, splitPath } from "../../src/transport/rest/path-template.js";
 import { RouteTable } from "../../src/transport/rest/route-table.js";
 import { methodTableOf } from "../support/method-table.js";
@@ -63,8 +62,11 @@ describe("matchTemplate", () => {
     expect(match("/files/{path=**}", "/files")).toEqual([""]);
   });
 
-  test("splitPath rejects malformed escapes", () => {
-    expect(() => splitPath("/v1/%E0%A4%A")).toThrow(URIError);
+  test("splitPath marks a segment with a malformed escape, which matches no literal and fills a variable as null", () => {
+    expect(splitPath("/v1/%E0%A4%A/ok").decoded).toEqual(["v1", null, "ok"]);
+    expect(match("/v1/{id}", "/v1/%FF")).toEqual([null]);
+    expect(match("/v1/keys", "/v1/ke%ZZys")).toBeUndefined();
+    expect(match("/files/{path=**}", "/files/a/%E0%A4/b")).toEqual([null]);
   });
 });
 
@@ -117,8 +119,9 @@ describe("RouteTable", () => {
     expect(table.lookup("GET", "/")).toEqual({ kind: "not_found" });
   });
 
-  test("a malformed escape is INVALID_ARGUMENT, not a fault", () => {
-    expect(() => table.lookup("GET", "/v1/keys/%ZZ")).toThrow(BadRequest);
+  test("a malformed escape in a variable finds the route, with the value null; in a literal, no route", () => {
+    expect(table.lookup("GET", "/v1/keys/%ZZ")).toMatchObject({ kind: "found", pathValues: [null] });
+    expect(table.lookup("GET", "/v1/ke%ZZys/k1")).toEqual({ kind: "not_found" });
   });
 
   test("start-up fails on bad annotations", () => {

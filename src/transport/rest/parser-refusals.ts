@@ -100,12 +100,8 @@ function domainOfRequestLine(line: RequestLine | null, routes: RouteTable): Erro
   const path = q < 0 ? target : target.slice(0, q);
   const rpc = routes.methods.byPath(path);
   if (rpc !== undefined) return rpc.policy.domain;
-  try {
-    const found = routes.lookup(httpMethod.toUpperCase(), path);
-    if (found.kind === "found") return found.route.entry.policy.domain;
-    if (found.kind === "method_not_allowed") return found.entry.policy.domain;
-  } catch {
-    // A path the router refuses to read (a bad percent escape) names no route.
-  }
+  const found = routes.lookup(httpMethod.toUpperCase(), path);
+  if (found.kind === "found") return found.route.entry.policy.domain;
+  if (found.kind === "method_not_allowed") return found.entry.policy.domain;
   return "cloudplane";
 }

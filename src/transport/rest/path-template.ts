@@ -26,7 +26,9 @@ export interface PathTemplate {
 // A request path split at "/" (and at the last ":" of the last segment for templates with a verb).
 export interface SplitPath {
   raw: string[];
-  decoded: string[];
+  // Null for a segment with a malformed percent escape (a "%" not followed by two hex digits, or bytes that are not
+  // UTF-8): it matches no literal, and fills a variable, which the request builder then refuses naming its field.
+  decoded: (string | null)[];
 }
 
 export function parsePathTemplate(source: string): PathTemplate {
@@ -92,14 +94,23 @@ function parseSegment(token: string, source: string): TemplateSegment {
   return { kind: "literal", value: token };
 }
 
-// Percent-decodes each segment; throws URIError on a malformed escape.
+// Percent-decodes each segment.
 export function splitPath(path: string): SplitPath {
   const raw = path === "/" ? [] : path.slice(1).split("/");
-  return { raw, decoded: raw.map((s) => decodeURIComponent(s)) };
+  return { raw, decoded: raw.map((s) => decodeOrNull(s)) };
 }
 
-// Returns the variable values in the order of template.variables, or undefined if the path does not match.
-export function matchTemplate(template: PathTemplate, path: SplitPath): string[] | undefined {
+function decodeOrNull(text: string): string | null {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return null;
+  }
+}
+
+// Returns the variable values in the order of template.variables (null for one with a malformed percent escape), or
+// undefined if the path does not match.
+export function matchTemplate(template: PathTemplate, path: SplitPath): (string | null)[] | undefined {
   const { segments } = template;
   const rest = segments.at(-1)?.kind === "rest";
   const fixed = rest ? segments.length - 1 : segments.length;
@@ -113,13 +124,14 @@ export function matchTemplate(template: PathTemplate, path: SplitPath): string[]
   }
   return template.variables.map((v) => {
     const end = v.end ?? path.raw.length;
-    if (end - v.start === 1 && v.end !== undefined) return path.decoded[v.start] ?? "";
+    if (end - v.start === 1 && v.end !== undefined) {
+      const value = path.decoded[v.start];
+      return value === undefined ? "" : value;
+    }
     // Multi-segment values keep their "/" separators; an escaped "%2F" inside a segment stays escaped so that
     // it cannot be confused with a separator (grpc-gateway's default unescaping mode).
-    return path.raw
-      .slice(v.start, end)
-      .map((s) => decodeURIComponent(s.replace(/%2F/gi, "%252F")))
-      .join("/");
+    const parts = path.raw.slice(v.start, end).map((s) => decodeOrNull(s.replace(/%2F/gi, "%252F")));
+    return parts.includes(null) ? null : parts.join("/");
   });
 }
 

@@ -2,8 +2,31 @@ import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { quoted } from "../../errors/caller-text.js";
 import { isTextField, resolveFieldPath, textToJson } from "./field-path.js";
 import { isJsonObject } from "./json-check.js";
-import { badRequest } from "./rest-errors.js";
+import { MALFORMED_ESCAPE, badRequest } from "./rest-errors.js";
 import type { BodyBinding, RestRoute } from "./route-table.js";
+
+// Refuses a query string with a parameter whose name or value cannot be percent-decoded, naming the parameter (as it
+// decodes): URLSearchParams reads such an escape as U+FFFD, so `?parentId=demo%FF` listed the namespace "demo\uFFFD"
+// while the same escape in the path was refused (a probe, 2026-11-28).
+export function refuseMalformedEscapes(query: string): void {
+  if (!query.includes("%")) return;
+  for (const pair of query.split("&")) {
+    const eq = pair.indexOf("=");
+    const name = decodeOrNull(eq < 0 ? pair : pair.slice(0, eq));
+    if (name === null || (eq >= 0 && decodeOrNull(pair.slice(eq + 1)) === null)) {
+      throw badRequest("REQUEST_INVALID", name ?? "", `invalid value in the query string; ${MALFORMED_ESCAPE}`);
+    }
+  }
+}
+
+// application/x-www-form-urlencoded's decoding ("+" is a space), or null for a malformed escape.
+function decodeOrNull(text: string): string | null {
+  try {
+    return decodeURIComponent(text.replaceAll("+", " "));
+  } catch {
+    return null;
+  }
+}
 
 // grpc-gateway's query mapping: every request field bound neither to the path nor to the body may be given as a
 // query parameter, with dotted names for nested fields (page.limit=5) and one parameter per element of a

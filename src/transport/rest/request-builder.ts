@@ -16,12 +16,13 @@ import { bytesFieldsOf } from "./json-bytes.js";
 import { checkJsonFields, findInvalidValue, isJsonObject, unknownField } from "./json-check.js";
 import { duplicateMemberOf } from "./json-duplicates.js";
 import { queryToJson } from "./query-params.js";
-import { LimitsExceeded, badRequest } from "./rest-errors.js";
+import { LimitsExceeded, MALFORMED_ESCAPE, badRequest } from "./rest-errors.js";
 import type { RestRoute } from "./route-table.js";
 
 export interface RequestParts {
   route: RestRoute;
-  pathValues: readonly string[];
+  // Null for a value with a malformed percent escape.
+  pathValues: readonly (string | null)[];
   // Null when the URL has no query string.
   query: URLSearchParams | null;
   body: Uint8Array;
@@ -54,7 +55,11 @@ export function buildRequestMessage(req: RequestParts): Message {
     checkJsonFields(desc, json, "");
     message = readJson(desc, json);
   }
-  route.pathFields.forEach((chain, i) => setPathValue(message, desc, chain, req.pathValues[i] ?? ""));
+  route.pathFields.forEach((chain, i) => {
+    const text = req.pathValues[i];
+    if (text === null) throw badRequest("REQUEST_INVALID", chain.jsonPath, `invalid value in the URL path; ${MALFORMED_ESCAPE}`);
+    setPathValue(message, desc, chain, text ?? "");
+  });
   return message;
 }
 

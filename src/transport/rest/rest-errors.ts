@@ -5,6 +5,9 @@ import type { ViolationList } from "../../errors/violation-list.js";
 
 // Errors of the REST layer itself (routing, body, query string).
 
+// What is wrong with a path value or query parameter that cannot be percent-decoded. The value is not repeated.
+export const MALFORMED_ESCAPE = "a malformed percent-encoded sequence (a % not followed by two hex digits, or bytes that are not UTF-8)";
+
 // A request that does not fit its route's method: one bad field. An empty field means the request as a whole
 // (e.g. a body that is not JSON); the message then carries only the description. The REST layer stops at the
 // first bad field, as grpc-gateway does, so this one violation is all it reports. The code that finds it does not

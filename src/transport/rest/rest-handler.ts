@@ -17,6 +17,7 @@ import type { BodyBudget } from "../limits/body-budget.js";
 import { ClientGoneError, readBody } from "./body-reader.js";
 import { BEARER_CHALLENGE } from "../auth-challenge.js";
 import { forwardRequestHeaders, responseHeadersOf } from "./http-headers.js";
+import { refuseMalformedEscapes } from "./query-params.js";
 import { resultToRestJson, toRestJson } from "./json-any.js";
 import { buildRequestMessage } from "./request-builder.js";
 import { BadRequest, LimitsExceeded, routeNotFound } from "./rest-errors.js";
@@ -98,6 +99,7 @@ function findRoute(req: NodeRequest, routes: RouteTable): FoundRoute | Outcome {
 function readMessage(req: NodeRequest, found: FoundRoute, body: Uint8Array): Message {
   const url = req.url ?? "/";
   const q = url.indexOf("?");
+  if (q >= 0) refuseMalformedEscapes(url.slice(q + 1));
   return buildRequestMessage({
     route: found.route,
     pathValues: found.pathValues,

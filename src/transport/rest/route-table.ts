@@ -7,7 +7,6 @@ import type { PathTemplate, SplitPath } from "./path-template.js";
 import { findField, isTextField, resolveFieldPath } from "./field-path.js";
 import type { FieldChain } from "./field-path.js";
 import type { MethodEntry, MethodTable } from "../../pipeline/method-table.js";
-import { badRequest } from "./rest-errors.js";
 
 export type UnaryMethod = DescMethod & { methodKind: "unary" };
 
@@ -26,7 +25,7 @@ export interface RestRoute {
 }
 
 export type RouteLookup =
-  | { kind: "found"; route: RestRoute; pathValues: string[] }
+  | { kind: "found"; route: RestRoute; pathValues: (string | null)[] }
   | { kind: "method_not_allowed"; allow: string[]; entry: MethodEntry }
   | { kind: "not_found" };
 
@@ -66,12 +65,7 @@ export class RouteTable {
     for (const route of this.routes) {
       const path = route.template.source;
       if (route.template.variables.length > 0) continue;
-      let found: RouteLookup;
-      try {
-        found = this.#walk(route.httpMethod, path);
-      } catch {
-        continue;
-      }
+      const found = this.#walk(route.httpMethod, path);
       if (found.kind !== "found" || found.route !== route) continue;
       Object.freeze(found.pathValues);
       const byMethod = this.#exact.get(path) ?? new Map<string, RouteLookup>();
@@ -80,8 +74,8 @@ export class RouteTable {
     }
   }
 
-  // Throws INVALID_ARGUMENT for a path with a malformed percent escape. HEAD finds the GET route of its path, which
-  // the REST handler serves without its body (RFC 9110 9.3.2), and is allowed wherever GET is.
+  // HEAD finds the GET route of its path, which the REST handler serves without its body (RFC 9110 9.3.2), and is
+  // allowed wherever GET is. A path value with a malformed percent escape is null (path-template.ts).
   lookup(httpMethod: string, path: string): RouteLookup {
     const method = httpMethod === "HEAD" ? "GET" : httpMethod;
     return this.#exact.get(path)?.get(method) ?? this.#walk(method, path);
@@ -112,14 +106,10 @@ interface RequestPath {
 }
 
 function parseRequestPath(path: string): RequestPath {
-  try {
-    const verbs = new Map<string, SplitPath>();
-    const colon = path.lastIndexOf(":");
-    if (colon > path.lastIndexOf("/")) verbs.set(path.slice(colon + 1), splitPath(path.slice(0, colon)));
-    return { whole: splitPath(path), verbs };
-  } catch {
-    throw badRequest("REQUEST_INVALID", "", "the URL path contains a malformed percent-encoded sequence");
-  }
+  const verbs = new Map<string, SplitPath>();
+  const colon = path.lastIndexOf(":");
+  if (colon > path.lastIndexOf("/")) verbs.set(path.slice(colon + 1), splitPath(path.slice(0, colon)));
+  return { whole: splitPath(path), verbs };
 }
 
 function buildRoute(method: UnaryMethod, entry: MethodEntry, rule: HttpRule): RestRoute {
