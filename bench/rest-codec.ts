@@ -24,7 +24,7 @@ const ciphertext = new Uint8Array(randomBytes(1024 + 40));
 const response = { keyId: "bench-key-0001", keyVersionId: 1, ciphertext };
 
 function transcoded(): number {
-  const message = buildRequestMessage({ route, pathValues, query: null, body, contentType: "application/json", contentEncoding: undefined }) as unknown as { plaintext: Uint8Array };
+  const message = buildRequestMessage({ route, pathValues, query: null, body, contentType: "application/json", contentEncoding: undefined, origin: undefined }) as unknown as { plaintext: Uint8Array };
   const json = resultToRestJson(route.method.output, response) as { ciphertext: string };
   return message.plaintext.length + json.ciphertext.length;
 }

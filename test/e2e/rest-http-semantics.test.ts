@@ -195,6 +195,36 @@ describe("the request target and Host header (RFC 9112 3.2)", () => {
   });
 });
 
+// The document's calls with "Payload sent: none" (disable, enable, restore), sent as it shows them: no body, no
+// Content-Type. A page can make a browser send such a POST without a preflight, but a browser always sends Origin with
+// a POST: refused then, as before (docs/access.md, "Browsers").
+describe("a POST with no payload at all", () => {
+  test("is served when no Origin is sent, and refused from a page, which changes nothing", async () => {
+    const auth = { authorization: `Bearer ${server.token}` };
+    const created = await request("POST", "/v1/keys", { ...auth, "content-type": "application/json" }, Buffer.from('{"parentId":"no-payload"}'));
+    const keyId = (JSON.parse(created.body.toString()) as { id: string }).id;
+    // Version 2, which is not the primary, so that it may be disabled.
+    const added = await request("POST", `/v1/keys/${keyId}/versions`, { ...auth, "content-type": "application/json" }, Buffer.from("{}"));
+    expect((JSON.parse(added.body.toString()) as { id: number }).id).toBe(2);
+    const state = async (): Promise<string> => {
+      const key = await request("GET", `/v1/keys/${keyId}/versions/2`, auth);
+      return (JSON.parse(key.body.toString()) as { state: string }).state;
+    };
+    const fromPage = await request("POST", `/v1/keys/${keyId}/versions/2/disable`, { ...auth, origin: "https://page.example" });
+    expect(fromPage.status).toBe(400);
+    expect(refusal(fromPage.body)).toMatchObject({ reason: "UNSUPPORTED_CONTENT_TYPE", domain: "kms" });
+    expect(await state()).toBe("ENABLED");
+    const disabled = await request("POST", `/v1/keys/${keyId}/versions/2/disable`, auth);
+    expect([disabled.status, (JSON.parse(disabled.body.toString()) as { state: string }).state]).toEqual([200, "DISABLED"]);
+    const enabled = await request("POST", `/v1/keys/${keyId}/versions/2/enable`, auth);
+    expect([enabled.status, await state()]).toEqual([200, "ENABLED"]);
+    // A body or a content type other than JSON is still refused, Origin or not.
+    const typed = await request("POST", `/v1/keys/${keyId}/versions/2/disable`, { ...auth, "content-type": "text/plain" });
+    expect(refusal(typed.body)).toMatchObject({ reason: "UNSUPPORTED_CONTENT_TYPE" });
+    expect(await state()).toBe("ENABLED");
+  });
+});
+
 // A percent escape that cannot be decoded (a "%" not followed by two hex digits, or bytes that are not UTF-8): in a path
 // variable it was REQUEST_INVALID in domain "cloudplane" naming no field, and in the query string read as U+FFFD, so
 // `?parentId=demo%FF` listed another namespace (a probe, 2026-11-28).

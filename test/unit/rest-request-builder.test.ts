@@ -17,6 +17,7 @@ interface Call {
   body?: string;
   contentType?: string;
   contentEncoding?: string;
+  origin?: string;
 }
 
 const get = (path: string, query?: string): Call => ({ method: "GET", path, query });
@@ -33,6 +34,7 @@ function build(call: Call): JsonValue {
     body: new TextEncoder().encode(call.body ?? ""),
     contentType: call.contentType ?? (call.body === undefined ? undefined : "application/json"),
     contentEncoding: call.contentEncoding,
+    origin: call.origin,
   });
   return toJson(found.route.method.input, message);
 }
@@ -193,14 +195,17 @@ describe("JSON body", () => {
     const enable = "/v1/keys/k/versions/1/enable";
     expect(build(send("POST", enable, "", { contentType: "application/json" }))).toEqual({ keyId: "k", keyVersionId: 1 });
     expect(build(send("POST", enable, " \n", { contentType: "application/json" }))).toEqual({ keyId: "k", keyVersionId: 1 });
-    // A body-less POST is a state change a web page could make a browser send without a preflight: it must say
-    // application/json all the same (docs/access.md).
-    expect(rejection(send("POST", enable))).toEqual({
+    // A body-less POST is a state change a web page could make a browser send without a preflight: from a page (an
+    // Origin header, which browsers send with every POST) it must say application/json all the same; with no Origin,
+    // no body and no Content-Type it is the document's own "Payload sent: none" (docs/access.md).
+    expect(build(send("POST", enable))).toEqual({ keyId: "k", keyVersionId: 1 });
+    expect(rejection(send("POST", enable, undefined, { origin: "https://page.example" }))).toEqual({
       reason: "UNSUPPORTED_CONTENT_TYPE",
       field: "",
       message: "a POST must be sent with Content-Type: application/json, even without a body (send {}), not none",
     });
     expectRejected(send("POST", enable, " \n", { contentType: "text/plain" }), "UNSUPPORTED_CONTENT_TYPE", "");
+    expectRejected(send("POST", enable, "", { contentType: "text/plain" }), "UNSUPPORTED_CONTENT_TYPE", "");
     const charset = { contentType: "Application/JSON; charset=utf-8" };
     expect(build(send("POST", "/v1/encrypt", '{"keyId":"k"}', charset))).toEqual({ keyId: "k" });
     const text = { contentType: "text/plain" };

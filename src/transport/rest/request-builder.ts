@@ -28,6 +28,9 @@ export interface RequestParts {
   body: Uint8Array;
   contentType: string | undefined;
   contentEncoding: string | undefined;
+  // The Origin header, which browsers send with every POST (Fetch: "the request's origin" on every request whose
+  // method is neither GET nor HEAD) and other clients do not.
+  origin: string | undefined;
 }
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
@@ -68,8 +71,11 @@ function bodyToJson(req: RequestParts): JsonObject {
   const parsed = parseBody(req);
   if (parsed === undefined) {
     // A POST without a body or a JSON content type is a request any web page can make a browser send, with no
-    // preflight to ask this server first. A state change (disable, enable, restore ...) is never one of those.
-    if (binding.kind !== "none" && req.route.httpMethod === "POST" && !isJsonContentType(req.contentType)) {
+    // preflight to ask this server first. A state change (disable, enable, restore ...) is never one of those from
+    // a browser. The document's own callers send these calls with no payload at all (its "Payload sent: none"), and
+    // with no Origin, which a browser always sends with a POST: such a request is no page's, and is taken as {}.
+    const documentsOwn = req.body.length === 0 && req.contentType === undefined && req.origin === undefined;
+    if (binding.kind !== "none" && req.route.httpMethod === "POST" && !isJsonContentType(req.contentType) && !documentsOwn) {
       throw badRequest(
         "UNSUPPORTED_CONTENT_TYPE",
         "",

@@ -107,6 +107,7 @@ function readMessage(req: NodeRequest, found: FoundRoute, body: Uint8Array): Mes
     body,
     contentType: req.headers["content-type"],
     contentEncoding: req.headers["content-encoding"],
+    origin: req.headers.origin,
   });
 }
 
