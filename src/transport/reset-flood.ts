@@ -12,6 +12,8 @@ const RESETS = Symbol("cloudplane.peerResets");
 interface ResetWindow {
   startedAt: number;
   count: number;
+  // The session was sent GOAWAY and is to be destroyed.
+  cut: boolean;
 }
 
 type CountedSession = http2.Http2Session & { [RESETS]?: ResetWindow };
@@ -34,11 +36,20 @@ function count(session: CountedSession): void {
   if (session.destroyed) return;
   const now = performance.now();
   let window = session[RESETS];
-  if (window === undefined || now - window.startedAt > 1_000) window = session[RESETS] = { startedAt: now, count: 0 };
+  if (window?.cut === true) return;
+  if (window === undefined || now - window.startedAt > 1_000) window = session[RESETS] = { startedAt: now, count: 0, cut: false };
   if (++window.count > MAX_PEER_RESETS_PER_SECOND) {
+    window.cut = true;
     session.goaway(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM);
-    session.destroy();
+    // Destroyed once Node's HTTP/2 layer has finished the read it is in: a stream's close is announced from inside
+    // nghttp2's callbacks, and a session destroyed there made Node allocate without end (RSS up 400 MB a second,
+    // std::bad_alloc at a 32 GiB allocation; a probe, 2026-11-28), with the GOAWAY never sent.
+    setImmediate(destroy, session);
   }
+}
+
+function destroy(session: http2.Http2Session): void {
+  session.destroy();
 }
 
 // Node announces a stream on the next tick after its headers: a stream reset in the same read is closed

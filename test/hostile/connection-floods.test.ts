@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { adminAuth } from "../support/credentials.js";
 import { HEALTH_BOUND_MS, expectRssUnder, expectServing, slowestHealthDuring, startTarget } from "./harness.js";
 import type { Target } from "./harness.js";
-import { grpcHeaders, openStream, rapidReset, session, sleep, untilClosed } from "./raw-clients.js";
+import { grpcHeaders, openStream, rapidReset, resetAfterBody, session, sleep, untilClosed } from "./raw-clients.js";
 import type { StreamOutcome } from "./raw-clients.js";
 
 // Many connections or streams at once: oversized messages held open, rapid resets, idle connections by the
@@ -83,6 +83,24 @@ describe("rapid reset", () => {
       });
       expect(new Set(goaways)).toEqual(new Set([http2.constants.NGHTTP2_ENHANCE_YOUR_CALM]));
       expect(slowest).toBeLessThan(HEALTH_BOUND_MS);
+      await expectServing(target);
+      await expectRssUnder(target, RSS_BOUND_KB);
+    });
+  }
+});
+
+// Streams announced, sent part of a body, then cancelled: the server's GOAWAY destroyed the session inside Node's
+// HTTP/2 callbacks, which then allocated without end (400 MB a second, std::bad_alloc at a 32 GiB allocation) and
+// never sent the GOAWAY (a probe, 2026-11-28). The probe's attack: 500 such streams on one connection, as a client
+// library sends them. Not held to HEALTH_BOUND_MS: each stream is announced and answered before it is cancelled, and
+// such a connection holds the event loop 50-110 ms before its cut (a bare node:http2 server 37-49 ms), so /healthz
+// waited 105-150 ms in some runs (docs/robustness.md, "Rapid reset").
+describe("rapid reset after a partial body", () => {
+  for (const path of ["/kms.v1.KeyManagerService/GetCryptoKey", "/v1/encrypt"]) {
+    it(`${path}: 500 streams on one connection, cancelled 1 ms after their first bytes, are sent GOAWAY`, async () => {
+      const goaways: (number | null)[] = [];
+      for (let n = 0; n < 5; n++) goaways.push(await resetAfterBody(target.port, path, 500, 2_000, adminAuth(target.url).authorization));
+      expect(goaways).toEqual(Array(5).fill(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM));
       await expectServing(target);
       await expectRssUnder(target, RSS_BOUND_KB);
     });
