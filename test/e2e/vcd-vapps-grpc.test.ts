@@ -1,3 +1,4 @@
+import http from "node:http";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -89,5 +90,33 @@ describe("VAppService over gRPC and the XML surface", () => {
     expect(xml.text).toContain('<NetworkConfig networkName="org-net-isolated"/>');
     const again = await call("GetVApp", { vappId: vapp.id });
     expect(again).toMatchObject({ status: 8, deployed: true, tasks: [] });
+  });
+
+  // REST writes and reads hrefs on the host the caller named, on both call paths: through Connect in-process
+  // (CALL_PATH=connect) they named "https://in-process/..." and refused the caller's own template href (a probe,
+  // 2026-11-28).
+  it("over REST, on the host the caller named", async () => {
+    const port = new URL(server.url).port;
+    const rest = (method: string, path: string, host: string, body?: object): Promise<{ status: number; json: Record<string, unknown> }> =>
+      new Promise((resolve, reject) => {
+        const headers: http.OutgoingHttpHeaders = { host, authorization: `Bearer ${server.token}`, "content-type": "application/json" };
+        const req = http.request({ host: "127.0.0.1", port, method, path, headers }, (res) => {
+          const chunks: Buffer[] = [];
+          res.on("data", (c: Buffer) => chunks.push(c));
+          res.on("end", () => resolve({ status: res.statusCode ?? 0, json: JSON.parse(Buffer.concat(chunks).toString()) as Record<string, unknown> }));
+        });
+        req.on("error", reject);
+        req.end(body === undefined ? undefined : JSON.stringify(body));
+      });
+    const host = "api.example.test:8443";
+    const listed = await rest("GET", "/vapp/v1/vappTemplates?pageSize=3", host);
+    expect(listed.status).toBe(200);
+    const hrefs = (listed.json.templates as { href: string }[]).map((t) => t.href);
+    expect(hrefs).toHaveLength(3);
+    for (const href of hrefs) expect(href).toMatch(/^https:\/\/api\.example\.test:8443\/api\/vAppTemplate\/vappTemplate-/);
+    const source = templateHref(`http://${host}`, UBUNTU);
+    expect(hrefs).toContain(source);
+    const made = await rest("POST", `/vapp/v1/vdcs/${MOSCOW}/vapps:instantiate`, host, { name: "from-rest", source, networkName: "org-net-default", allEulasAccepted: true });
+    expect([made.status, made.json.name, made.json.templateId]).toEqual([200, "from-rest", UBUNTU]);
   });
 });

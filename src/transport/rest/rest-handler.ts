@@ -18,6 +18,7 @@ import { ClientGoneError, readBody } from "./body-reader.js";
 import { BEARER_CHALLENGE } from "../auth-challenge.js";
 import { forwardRequestHeaders, responseHeadersOf } from "./http-headers.js";
 import { refuseMalformedEscapes } from "./query-params.js";
+import { requestAuthority } from "./request-target.js";
 import { resultToRestJson, toRestJson } from "./json-any.js";
 import { buildRequestMessage } from "./request-builder.js";
 import { BadRequest, LimitsExceeded, routeNotFound } from "./rest-errors.js";
@@ -160,6 +161,10 @@ function restHeaders(headers: readonly [string, string][] | null): Map<string, s
 // marked handlers below serve nothing but the REST adapter's own calls, and take these headers off before Connect
 // sees them (a caller's own are overwritten).
 const PEER_ADDRESS_HEADER = "x-cloudplane-peer-address";
+// The authority the REST request was sent to, which becomes the in-process call's URL host (what the pipeline reads
+// as `:authority`): Connect's calls are made to "http://in-process", and the vApp methods, which write hrefs on the
+// caller's host, wrote "https://in-process/api/..." and refused the caller's own hrefs (a probe, 2026-11-28).
+const AUTHORITY_HEADER = "x-cloudplane-authority";
 const STARTED_HEADER = "x-cloudplane-started";
 
 // Through Connect's handlers in-process: the request re-encoded as Connect binary, the pipeline run by Connect's
@@ -172,9 +177,13 @@ function connectInvoker(handlers: UniversalHandler[]): Invoke {
       contextValues.set(viaRestKey, true);
       contextValues.set(addressKey, { remoteAddress: req.header.get(PEER_ADDRESS_HEADER) ?? undefined });
       contextValues.set(startedKey, Number(req.header.get(STARTED_HEADER)));
+      const authority = req.header.get(AUTHORITY_HEADER);
       req.header.delete(PEER_ADDRESS_HEADER);
       req.header.delete(STARTED_HEADER);
-      return h(req);
+      req.header.delete(AUTHORITY_HEADER);
+      if (authority === null) return h(req);
+      const url = new URL(req.url);
+      return h({ ...req, url: `${url.protocol}//${authority}${url.pathname}${url.search}` });
     }, h),
   );
   const transport: Transport = createTransport({
@@ -198,6 +207,8 @@ function connectInvoker(handlers: UniversalHandler[]): Invoke {
     header.set("x-request-id", requestId);
     header.set(PEER_ADDRESS_HEADER, req.socket.remoteAddress ?? "unknown");
     header.set(STARTED_HEADER, String(started));
+    const authority = requestAuthority(req.headers);
+    if (authority !== undefined && authority !== "") header.set(AUTHORITY_HEADER, authority);
     try {
       const result = await transport.unary(route.method, abort.signal, undefined, header, message);
       return { status: 200, headers: responseHeadersOf(result.header, result.trailer), body: toRestJson(route.method.output, result.message) };
