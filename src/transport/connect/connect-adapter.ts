@@ -42,6 +42,12 @@ export function createConnectAdapter(options: ConnectAdapterOptions): ConnectAda
   const { routes, fallback, logger, table, turns, bodyBudget, ...routerOptions } = options;
   const router = createConnectRouter({
     acceptCompression: acceptedCompressions,
+    // Compressed requests are read, but no answer is compressed: connect-node compressed every answer of 1 KiB or
+    // more to callers that accept gzip (grpc-js and grpcio announce it by default), which the direct gRPC adapter
+    // does not, so the two call paths differed on the wire (a probe, 2026-11-28). Not compressing is the better
+    // half: a Decrypt's answer carries plaintext, and compressing it beside what a caller chose (its AAD, its
+    // request id) would let the answer's length tell about it (as BREACH does); ciphertext does not compress.
+    compressMinBytes: Number.MAX_SAFE_INTEGER,
     ...routerOptions,
     interceptors: [pipelineInterceptor(table, logger, options.readMaxBytes)],
   });

@@ -93,6 +93,10 @@ export function wrapHandler(handler: UniversalHandler, settings: WrapperSettings
     // Copied: Connect answers some requests with shared response objects (415) that must not change.
     const header = new Headers(res.header);
     header.set("x-request-id", requestId);
+    // No answer is compressed (compressMinBytes, connect-adapter.ts), so none names a compression: connect-node names
+    // the one it negotiated whatever it then does with each message, and the direct gRPC adapter names none.
+    header.delete("grpc-encoding");
+    header.delete("connect-content-encoding");
     const complete = (error: ConnectError): ConnectError => {
       if (error.findDetails(ErrorInfoSchema).length > 0) return error;
       const started = contextValues.get(callKey) !== undefined;
