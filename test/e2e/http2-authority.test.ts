@@ -105,6 +105,28 @@ describe("every other surface over HTTP/2", () => {
     }
   });
 
+  // A credential header sent twice names no one caller: an x-api-key sent twice was joined with ", " on one call path
+  // and its first value taken on the other (a probe, 2026-11-28). Refused before any surface reads it.
+  test("a credential header sent twice is refused on every protocol, in the route's domain", async () => {
+    for (const name of ["x-api-key", "x-workspace-id"]) {
+      const message = `the ${name} header must be sent once, not several times: the request must name one caller`;
+      const twice = { [name]: ["one", "two"] };
+      const cases: [http2.OutgoingHttpHeaders, string][] = [
+        [{ ":method": "GET", ":path": "/v1/keys/k" }, "kms"],
+        [{ ":method": "POST", ":path": "/kms.v1.KeyManagerService/GetCryptoKey", "content-type": "application/grpc", te: "trailers" }, "kms"],
+        [{ ":method": "POST", ":path": "/compute.configs.v2.ConfigService/ListConfigs", "content-type": "application/grpc", te: "trailers" }, "compute"],
+        [{ ":method": "POST", ":path": "/kms.v1.KeyManagerService/GetCryptoKey", "content-type": "application/json", "connect-protocol-version": "1" }, "kms"],
+      ];
+      for (const [headers, domain] of cases) {
+        const body = String(headers["content-type"] ?? "").startsWith("application/grpc") ? frame(new Uint8Array(0)) : undefined;
+        const answer = await h2({ authorization: `Bearer ${server.token}`, "x-request-id": "credentials-1", ...headers, ...twice }, body);
+        expect([name, headers[":path"], answer.status]).toEqual([name, headers[":path"], 400]);
+        expect(answer.headers["x-request-id"]).toBe("credentials-1");
+        expect(refusal(answer.body)).toEqual(protocolRefusal(domain, message));
+      }
+    }
+  });
+
   test("a gRPC call with a good :authority is served on the direct path", async () => {
     const answer = await h2({ ":method": "POST", ":path": "/grpc.health.v1.Health/Check", "content-type": "application/grpc", te: "trailers", ":authority": `localhost:${server.port}`, host: `LOCALHOST:${server.port}` }, frame(new Uint8Array(0)));
     expect(answer.status).toBe(200);

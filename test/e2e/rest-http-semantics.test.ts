@@ -280,6 +280,26 @@ describe("a malformed percent escape", () => {
   });
 });
 
+// Node keeps the first Authorization of an HTTP/1.1 request and drops the others: a valid token then a bogus one was
+// served, the other way round refused (a probe, 2026-11-28). Two of them name no one caller: refused either way.
+describe("a credential header sent twice", () => {
+  test("is 400 PROTOCOL_ERROR in the route's domain, whichever value comes first", async () => {
+    const message = "the Authorization header must be sent once, not several times: the request must name one caller";
+    for (const [first, second] of [
+      [`Bearer ${server.token}`, "Bearer bogus"],
+      ["Bearer bogus", `Bearer ${server.token}`],
+    ]) {
+      const answer = await rawRequest(server.port, `GET /v1/keys?parentId=twice HTTP/1.1\r\nHost: x\r\nAuthorization: ${first}\r\nauthorization: ${second}\r\nx-request-id: twice-1\r\n\r\n`);
+      expect(answer.status).toBe(400);
+      expect(answer.headers["x-request-id"]).toBe("twice-1");
+      expect(answer.headers.connection).toBe("close");
+      expect(refusal(Buffer.from(answer.body))).toEqual(protocolRefusal("kms", message));
+    }
+    const once = await rawRequest(server.port, `GET /v1/keys?parentId=twice HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${server.token}\r\nConnection: close\r\n\r\n`);
+    expect(once.status).toBe(200);
+  });
+});
+
 // RFC 9112 6.1: a transfer coding the server does not understand SHOULD be answered 501. Node's parser frames the body
 // by the final "chunked" and ignored the codings before it: `x-bogus, chunked` created the key (a probe, 2026-11-28).
 describe("a transfer coding other than chunked", () => {
