@@ -371,8 +371,14 @@ async function assemble(config: Config, logger: Logger, options: BuildOptions, c
     server.removeAllListeners("stream");
     // Node emits "stream" with exactly these four arguments; naming them spares a rest array per call.
     server.on("stream", (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, flags: number, rawHeaders: string[]) => {
-      // Reset by the peer before Node announced it (rapid reset): nothing to serve.
-      if (stream.destroyed) return;
+      // Reset by the peer before Node announced it (rapid reset), or destroyed with its session: nothing to serve. A
+      // session Node closes for a flood in the read that opened it (20,000 PINGs after a request's HEADERS) is
+      // destroyed before its streams are announced, and Node then emits the session's error on each of them: a stream
+      // nobody listened to ended the process, from one unauthenticated connection (a probe, 2026-11-28).
+      if (stream.destroyed) {
+        stream.on("error", ignoreStreamError);
+        return;
+      }
       try {
         if (!longLived.has(headers[":path"] ?? "")) requestTimeouts.limit(stream);
         // A stream whose head is refused goes to the request listener, which answers it (request-target.ts).
@@ -386,6 +392,9 @@ async function assemble(config: Config, logger: Logger, options: BuildOptions, c
       }
     });
   }
+
+  // A stream's error has been dealt with by whoever destroyed it (the session, for its own reasons).
+  function ignoreStreamError(): void {}
 
   const sockets = new Set<net.Socket>();
   const sessions = new Set<http2.Http2Session>();

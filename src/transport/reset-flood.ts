@@ -25,9 +25,11 @@ const SERVER_RESET = Symbol("cloudplane.serverReset");
 type WatchedStream = http2.ServerHttp2Stream & { [SESSION]?: CountedSession; [SERVER_RESET]?: true };
 
 // A stream closed with an error code that this server did not send was reset by the peer, whether before or
-// after our answer (a client that resets at once may already have an answer on its way).
+// after our answer (a client that resets at once may already have an answer on its way); so was one closed with
+// NO_ERROR before our answer began: a peer that reset its streams with code 0 was never counted, and was cut only
+// by nghttp2's own limit, after about 1,000 (a probe, 2026-11-28).
 function onClosed(this: WatchedStream): void {
-  if (this.rstCode === http2.constants.NGHTTP2_NO_ERROR || this[SERVER_RESET] === true) return;
+  if (this[SERVER_RESET] === true || (this.rstCode === http2.constants.NGHTTP2_NO_ERROR && this.headersSent)) return;
   const session = this[SESSION];
   if (session !== undefined) count(session);
 }
@@ -56,7 +58,8 @@ function destroy(session: http2.Http2Session): void {
 // already, and has let go of its session, by then.
 function onStream(this: CountedSession, stream: WatchedStream): void {
   if (stream.destroyed || stream.closed) {
-    if (stream.rstCode !== http2.constants.NGHTTP2_NO_ERROR) count(this);
+    // Whatever its code: nothing had been answered.
+    count(this);
     return;
   }
   stream[SESSION] = this;

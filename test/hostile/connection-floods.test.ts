@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { adminAuth } from "../support/credentials.js";
 import { HEALTH_BOUND_MS, expectRssUnder, expectServing, slowestHealthDuring, startTarget } from "./harness.js";
 import type { Target } from "./harness.js";
-import { grpcHeaders, openStream, rapidReset, resetAfterBody, session, sleep, untilClosed } from "./raw-clients.js";
+import { grpcHeaders, openStream, rapidReset, requestThenPingFlood, resetAfterBody, session, sleep, untilClosed } from "./raw-clients.js";
 import type { StreamOutcome } from "./raw-clients.js";
 
 // Many connections or streams at once: oversized messages held open, rapid resets, idle connections by the
@@ -95,6 +95,29 @@ describe("rapid reset", () => {
 // library sends them. Not held to HEALTH_BOUND_MS: each stream is announced and answered before it is cancelled, and
 // such a connection holds the event loop 50-110 ms before its cut (a bare node:http2 server 37-49 ms), so /healthz
 // waited 105-150 ms in some runs (docs/robustness.md, "Rapid reset").
+// A peer may reset with RST_STREAM(NO_ERROR): such resets were never counted, and the session was cut only by
+// nghttp2's own limit, after about 1,000 of them (a probe, 2026-11-28).
+describe("rapid reset with code NO_ERROR", () => {
+  it("/kms.v1.KeyManagerService/GetCryptoKey: 20 connections of 500 streams, each reset with NO_ERROR, are sent GOAWAY", async () => {
+    const goaways: (number | null)[] = [];
+    for (let n = 0; n < 20; n++) goaways.push(await rapidReset(target.port, "/kms.v1.KeyManagerService/GetCryptoKey", 500, 2_000, adminAuth(target.url).authorization, 0x0));
+    expect(new Set(goaways)).toEqual(new Set([http2.constants.NGHTTP2_ENHANCE_YOUR_CALM]));
+    await expectServing(target);
+  });
+});
+
+// Node closes a session for flooding (too many PINGs or SETTINGS unread) before it announces the streams of the read
+// that opened it, then emits the session's error on each of them: a stream nobody listened to ended the process,
+// from one unauthenticated connection of about 260 KB (a probe, 2026-11-28).
+describe("a flood in the read that opens a session", () => {
+  for (const path of ["/healthz", "/v1/keys", "/kms.v1.KeyManagerService/GetCryptoKey"]) {
+    it(`${path}: a request then 20,000 PINGs in the first write, never read, ends that session only`, async () => {
+      for (let n = 0; n < 3; n++) await requestThenPingFlood(target.port, path, 20_000, 500);
+      await expectServing(target);
+    });
+  }
+});
+
 describe("rapid reset after a partial body", () => {
   for (const path of ["/kms.v1.KeyManagerService/GetCryptoKey", "/v1/encrypt"]) {
     it(`${path}: 500 streams on one connection, cancelled 1 ms after their first bytes, are sent GOAWAY`, async () => {

@@ -142,7 +142,32 @@ export function resetAfterBody(port: number, path: string, streams: number, wait
   });
 }
 
-export function rapidReset(port: number, path: string, streams: number, waitMs: number, authorization: string): Promise<number | null> {
+// One request's HEADERS followed by `pings` PINGs, all in the connection's first write, by a client that never reads:
+// Node closes such a session for flooding before it announces the request's stream. Resolves once the server has
+// closed the connection, or after `waitMs`.
+export function requestThenPingFlood(port: number, path: string, pings: number, waitMs: number): Promise<void> {
+  const headers = Buffer.concat([
+    Buffer.from([0x82, 0x86]), // :method GET, :scheme http
+    hpackLiteral([0x04], path), // :path
+    hpackLiteral([0x01], "127.0.0.1"), // :authority
+  ]);
+  const ping = h2Frame(0x6, 0, 0, Buffer.alloc(8));
+  const frames = [H2_PREFACE, h2Frame(0x4, 0, 0, Buffer.alloc(0)), h2Frame(0x1, 0x5, 1, headers), ...Array<Buffer>(pings).fill(ping)];
+  return new Promise((resolve) => {
+    const socket = net.connect(port, "127.0.0.1", () => socket.write(Buffer.concat(frames)));
+    socket.pause();
+    socket.on("error", () => {});
+    const done = (): void => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve();
+    };
+    const timer = setTimeout(done, waitMs);
+    socket.once("close", done);
+  });
+}
+
+export function rapidReset(port: number, path: string, streams: number, waitMs: number, authorization: string, code = 0x8): Promise<number | null> {
   const headers = Buffer.concat([
     Buffer.from([0x83, 0x86]), // :method POST, :scheme http
     hpackLiteral([0x04], path), // :path
@@ -151,7 +176,7 @@ export function rapidReset(port: number, path: string, streams: number, waitMs: 
     hpackLiteral([0x0f, 0x08], authorization), // authorization (static table index 23)
   ]);
   const cancel = Buffer.alloc(4);
-  cancel.writeUInt32BE(0x8);
+  cancel.writeUInt32BE(code);
   const frames = [H2_PREFACE, h2Frame(0x4, 0, 0, Buffer.alloc(0))];
   for (let i = 0; i < streams; i++) {
     frames.push(h2Frame(0x1, 0x4, 2 * i + 1, headers), h2Frame(0x3, 0, 2 * i + 1, cancel));
