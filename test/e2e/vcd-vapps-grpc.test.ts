@@ -2,6 +2,7 @@ import http from "node:http";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { rawRequest } from "../support/raw-http1.js";
 import { startServer } from "../support/server.js";
 import type { TestServer } from "../support/server.js";
 import { MOSCOW, UBUNTU, attr, instantiate, instantiateParams, site, templateHref, vcd } from "./vcd-helpers.js";
@@ -118,5 +119,19 @@ describe("VAppService over gRPC and the XML surface", () => {
     expect(hrefs).toContain(source);
     const made = await rest("POST", `/vapp/v1/vdcs/${MOSCOW}/vapps:instantiate`, host, { name: "from-rest", source, networkName: "org-net-default", allEulasAccepted: true });
     expect([made.status, made.json.name, made.json.templateId]).toEqual([200, "from-rest", UBUNTU]);
+    // As written, not as a URL would normalise it: the scheme's default port kept, a port past 65535 served as the
+    // direct path serves it (it was an unlogged 500 through Connect), upper case kept.
+    for (const other of ["a.test:80", "x:99999", "API.Example.TEST"]) {
+      const page = await rest("GET", "/vapp/v1/vappTemplates?pageSize=1", other);
+      expect([other, page.status, (page.json.templates as { href: string }[])[0]?.href.split("/api/")[0]]).toEqual([other, 200, `https://${other}`]);
+    }
+    const port80 = templateHref("http://a.test:80", UBUNTU).replace("https://a.test", "https://a.test:80");
+    const again = await rest("POST", `/vapp/v1/vdcs/${MOSCOW}/vapps:instantiate`, "a.test:80", { name: "port-80", source: port80, networkName: "org-net-default", allEulasAccepted: true });
+    expect([again.status, again.json.name]).toEqual([200, "port-80"]);
+    // No Host at all (HTTP/1.0): "localhost", as on the direct path; an empty one is refused.
+    const none = await rawRequest(Number(port), `GET /vapp/v1/vappTemplates?pageSize=1 HTTP/1.0\r\nAuthorization: Bearer ${server.token}\r\n\r\n`);
+    expect((JSON.parse(none.body) as { templates: { href: string }[] }).templates[0]?.href).toMatch(/^https:\/\/localhost\/api\//);
+    const empty = await rawRequest(Number(port), `GET /vapp/v1/vappTemplates?pageSize=1 HTTP/1.1\r\nHost: \r\nAuthorization: Bearer ${server.token}\r\nConnection: close\r\n\r\n`);
+    expect([empty.status, (JSON.parse(empty.body) as { message: string }).message]).toEqual([400, expect.stringContaining("the Host header is empty")]);
   });
 });

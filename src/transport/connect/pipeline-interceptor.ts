@@ -27,6 +27,9 @@ export const addressKey = createContextKey<AddressSource | null>(null, { descrip
 // When the request arrived, set by the handler wrapper before Connect reads the body: the caller's deadline counts
 // from there, as Connect's own timer does; null for a call made in-process (REST through Connect), which starts now.
 export const startedKey = createContextKey<number | null>(null, { description: "when the request arrived" });
+// The authority a REST request sent through Connect in-process was sent to, as its caller wrote it (null: none, an
+// HTTP/1.0 request without Host); undefined for every other call, whose authority is its URL's host.
+export const authorityKey = createContextKey<string | null | undefined>(undefined, { description: "the REST request's authority" });
 
 function protocolOf(contentType: string | null, viaRest: boolean): Protocol {
   if (viaRest) return "rest";
@@ -53,7 +56,8 @@ export function pipelineInterceptor(table: MethodTable, logger: Logger, maxMessa
     const protocol = protocolOf(req.header.get("content-type"), req.contextValues.get(viaRestKey));
     const request = req.stream ? create(req.method.input) : req.message;
     const address = req.contextValues.get(addressKey);
-    const call = new Call(entry, protocol, request, new ConnectHeaders(req.header, req.url), null, null, address, req.signal, req.contextValues.get(startedKey));
+    const headers = new ConnectHeaders(req.header, req.url, req.contextValues.get(authorityKey));
+    const call = new Call(entry, protocol, request, headers, null, null, address, req.signal, req.contextValues.get(startedKey));
     req.contextValues.set(callKey, call);
     // A stream's messages are read (and can fail to decode) while the handler runs: those are the caller's
     // mistakes, answered as the same request would be before the pipeline.
@@ -76,16 +80,20 @@ export function pipelineInterceptor(table: MethodTable, logger: Logger, maxMessa
 }
 
 // Connect's request headers as the pipeline reads them. Connect drops HTTP/2's pseudo-headers; the authority the
-// caller sent (which handlers read to write hrefs on the caller's host) is the host of the URL Connect made from it.
-// A Fetch Headers object would throw on the name ":authority" itself.
+// caller sent (which handlers read to write hrefs on the caller's host) is the host of the URL Connect made from it,
+// or, for a REST call sent through Connect in-process, the REST request's own, as written (a URL would have
+// normalised it: "a.test:80" was "a.test", and a port past 65535 an unlogged 500; a probe, 2026-11-28). A Fetch
+// Headers object would throw on the name ":authority" itself.
 class ConnectHeaders implements HeaderSource {
   constructor(
     private readonly header: Headers,
     private readonly url: string,
+    private readonly restAuthority: string | null | undefined,
   ) {}
 
   get(name: string): string | null {
-    return name === ":authority" ? new URL(this.url).host : this.header.get(name);
+    if (name !== ":authority") return this.header.get(name);
+    return this.restAuthority !== undefined ? this.restAuthority : new URL(this.url).host;
   }
 }
 

@@ -10,7 +10,7 @@ import { Call, requestIdOf } from "../../pipeline/call.js";
 import { CallError, callErrorOf } from "../../pipeline/call-error.js";
 import { createTransport, createUniversalHandlerClient } from "../connect/connect-internals.js";
 import type { UniversalHandler } from "../connect/connect-internals.js";
-import { addressKey, startedKey, viaRestKey } from "../connect/pipeline-interceptor.js";
+import { addressKey, authorityKey, startedKey, viaRestKey } from "../connect/pipeline-interceptor.js";
 import { NodeHeaders } from "../header-source.js";
 import type { NodeRequest, NodeResponse } from "../node-types.js";
 import type { BodyBudget } from "../limits/body-budget.js";
@@ -161,9 +161,10 @@ function restHeaders(headers: readonly [string, string][] | null): Map<string, s
 // marked handlers below serve nothing but the REST adapter's own calls, and take these headers off before Connect
 // sees them (a caller's own are overwritten).
 const PEER_ADDRESS_HEADER = "x-cloudplane-peer-address";
-// The authority the REST request was sent to, which becomes the in-process call's URL host (what the pipeline reads
-// as `:authority`): Connect's calls are made to "http://in-process", and the vApp methods, which write hrefs on the
-// caller's host, wrote "https://in-process/api/..." and refused the caller's own hrefs (a probe, 2026-11-28).
+// The authority the REST request was sent to, absent when it had none, which the pipeline reads as the call's
+// `:authority` (authorityKey): Connect's calls are made to "http://in-process", and the vApp methods, which write
+// hrefs on the caller's host, wrote "https://in-process/api/..." and refused the caller's own hrefs (a probe,
+// 2026-11-28).
 const AUTHORITY_HEADER = "x-cloudplane-authority";
 const STARTED_HEADER = "x-cloudplane-started";
 
@@ -177,13 +178,11 @@ function connectInvoker(handlers: UniversalHandler[]): Invoke {
       contextValues.set(viaRestKey, true);
       contextValues.set(addressKey, { remoteAddress: req.header.get(PEER_ADDRESS_HEADER) ?? undefined });
       contextValues.set(startedKey, Number(req.header.get(STARTED_HEADER)));
-      const authority = req.header.get(AUTHORITY_HEADER);
+      contextValues.set(authorityKey, req.header.get(AUTHORITY_HEADER));
       req.header.delete(PEER_ADDRESS_HEADER);
       req.header.delete(STARTED_HEADER);
       req.header.delete(AUTHORITY_HEADER);
-      if (authority === null) return h(req);
-      const url = new URL(req.url);
-      return h({ ...req, url: `${url.protocol}//${authority}${url.pathname}${url.search}` });
+      return h(req);
     }, h),
   );
   const transport: Transport = createTransport({
@@ -208,7 +207,8 @@ function connectInvoker(handlers: UniversalHandler[]): Invoke {
     header.set(PEER_ADDRESS_HEADER, req.socket.remoteAddress ?? "unknown");
     header.set(STARTED_HEADER, String(started));
     const authority = requestAuthority(req.headers);
-    if (authority !== undefined && authority !== "") header.set(AUTHORITY_HEADER, authority);
+    if (authority !== undefined) header.set(AUTHORITY_HEADER, authority);
+    else header.delete(AUTHORITY_HEADER);
     try {
       const result = await transport.unary(route.method, abort.signal, undefined, header, message);
       return { status: 200, headers: responseHeadersOf(result.header, result.trailer), body: toRestJson(route.method.output, result.message) };
