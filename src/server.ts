@@ -55,6 +55,7 @@ import { limitTlsFirstBytes } from "./transport/tls-first-bytes.js";
 import { LongLivedCalls } from "./transport/long-lived-calls.js";
 import { releaseUnreadBody } from "./transport/unread-body.js";
 import { serveDespiteExpectation } from "./transport/expectation.js";
+import { hasRepeatedCredentials, refuseRepeatedCredentials } from "./transport/repeated-credentials.js";
 import { applyHttp1Limits, closeWhenIdle, holdSessionOpen, http1Options } from "./transport/connection-limits.js";
 import type { ConnectionLimits } from "./transport/connection-limits.js";
 import { FairTurns } from "./transport/fair-turns.js";
@@ -338,6 +339,7 @@ async function assemble(config: Config, logger: Logger, options: BuildOptions, c
       // An HTTP/1.1 target in absolute form is served as the path it names; a missing, repeated or malformed Host (or
       // HTTP/2 :authority), and an HTTP/2 head larger than HTTP/1.1 takes, are refused.
       if (refuseRequestTarget(req, res, restRoutes)) return;
+      if (refuseRepeatedCredentials(req, res, restRoutes)) return;
       if (applyCors(config.corsAllowedOrigins, req, res)) return;
       // Draining: whatever this request gets, its HTTP/1.1 connection ends with it, so that the client takes its next
       // call to another server instead of sending it here to be refused.
@@ -381,8 +383,9 @@ async function assemble(config: Config, logger: Logger, options: BuildOptions, c
       }
       try {
         if (!longLived.has(headers[":path"] ?? "")) requestTimeouts.limit(stream);
-        // A stream whose head is refused goes to the request listener, which answers it (request-target.ts).
-        if (grpc !== null && http2HeadRefusal(headers, rawHeaders) === null && grpc.tryServe(stream, headers)) {
+        // A stream whose head is refused, or which repeats a credential header, goes to the request listener, which
+        // answers it (request-target.ts, repeated-credentials.ts).
+        if (grpc !== null && http2HeadRefusal(headers, rawHeaders) === null && !hasRepeatedCredentials(rawHeaders) && grpc.tryServe(stream, headers)) {
           track(stream);
           return;
         }

@@ -3,7 +3,8 @@ import { fromBinary } from "@bufbuild/protobuf";
 import { base64Decode } from "@bufbuild/protobuf/wire";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { BadRequestSchema, ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
-import { frame } from "../support/raw-grpc.js";
+import { StatusSchema } from "../../gen/google/rpc/status_pb.js";
+import { frame, rawCall } from "../support/raw-grpc.js";
 import { rawRequest } from "../support/raw-http1.js";
 import { http2Request } from "../support/raw-http2.js";
 import { startServer } from "../support/server.js";
@@ -106,24 +107,29 @@ describe("every other surface over HTTP/2", () => {
   });
 
   // A credential header sent twice names no one caller: an x-api-key sent twice was joined with ", " on one call path
-  // and its first value taken on the other (a probe, 2026-11-28). Refused before any surface reads it.
+  // and its first value taken on the other (a probe, 2026-11-28). Refused before any surface reads it: in the RPC
+  // protocol of the request when it has one (gRPC metadata may repeat a key), else as the JSON Status.
   test("a credential header sent twice is refused on every protocol, in the route's domain", async () => {
     for (const name of ["x-api-key", "x-workspace-id"]) {
       const message = `the ${name} header must be sent once, not several times: the request must name one caller`;
-      const twice = { [name]: ["one", "two"] };
-      const cases: [http2.OutgoingHttpHeaders, string][] = [
-        [{ ":method": "GET", ":path": "/v1/keys/k" }, "kms"],
-        [{ ":method": "POST", ":path": "/kms.v1.KeyManagerService/GetCryptoKey", "content-type": "application/grpc", te: "trailers" }, "kms"],
-        [{ ":method": "POST", ":path": "/compute.configs.v2.ConfigService/ListConfigs", "content-type": "application/grpc", te: "trailers" }, "compute"],
-        [{ ":method": "POST", ":path": "/kms.v1.KeyManagerService/GetCryptoKey", "content-type": "application/json", "connect-protocol-version": "1" }, "kms"],
-      ];
-      for (const [headers, domain] of cases) {
-        const body = String(headers["content-type"] ?? "").startsWith("application/grpc") ? frame(new Uint8Array(0)) : undefined;
-        const answer = await h2({ authorization: `Bearer ${server.token}`, "x-request-id": "credentials-1", ...headers, ...twice }, body);
-        expect([name, headers[":path"], answer.status]).toEqual([name, headers[":path"], 400]);
-        expect(answer.headers["x-request-id"]).toBe("credentials-1");
-        expect(refusal(answer.body)).toEqual(protocolRefusal(domain, message));
+      const twice = { [name]: ["one", "two"], authorization: `Bearer ${server.token}`, "x-request-id": "credentials-1" };
+      const rest = await h2({ ":method": "GET", ":path": "/v1/keys/k", ...twice });
+      expect([name, rest.status, rest.headers["x-request-id"]]).toEqual([name, 400, "credentials-1"]);
+      expect(refusal(rest.body)).toEqual(protocolRefusal("kms", message));
+      for (const [path, domain] of [
+        ["/kms.v1.KeyManagerService/GetCryptoKey", "kms"],
+        ["/compute.configs.v2.ConfigService/ListConfigs", "compute"],
+      ] as const) {
+        const grpc = await rawCall(server.url, path, frame(new Uint8Array(0)), { [name]: ["one", "two"], "x-request-id": "credentials-1" });
+        expect([path, grpc.headers[":status"], grpc.trailers["grpc-status"], decodeURIComponent(String(grpc.trailers["grpc-message"]))]).toEqual([path, 200, "3", message]);
+        const details = fromBinary(StatusSchema, Buffer.from(String(grpc.trailers["grpc-status-details-bin"]), "base64"));
+        expect(details.details.map((d) => d.typeUrl)).toContain("type.googleapis.com/google.rpc.ErrorInfo");
+        const info = fromBinary(ErrorInfoSchema, details.details.find((d) => d.typeUrl.endsWith("ErrorInfo"))!.value);
+        expect([info.reason, info.domain]).toEqual(["PROTOCOL_ERROR", domain]);
+        expect(grpc.trailers["x-request-id"]).toBe("credentials-1");
       }
+      const connect = await h2({ ":method": "POST", ":path": "/kms.v1.KeyManagerService/GetCryptoKey", "content-type": "application/json", "connect-protocol-version": "1", ...twice }, Buffer.from("{}"));
+      expect([connect.status, (JSON.parse(connect.body) as { code: string; message: string })]).toEqual([400, expect.objectContaining({ code: "invalid_argument", message })]);
     }
   });
 

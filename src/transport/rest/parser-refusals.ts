@@ -93,7 +93,7 @@ function requestLine(raw: Buffer | undefined): RequestLine | null {
 }
 
 // The domain of the route the request line names, or of the method its RPC path names.
-function domainOfRequestLine(line: RequestLine | null, routes: RouteTable): ErrorDomain {
+export function domainOfRequestLine(line: RequestLine | null, routes: RouteTable): ErrorDomain {
   if (line === null) return "cloudplane";
   const { httpMethod, target } = line;
   const q = target.indexOf("?");

@@ -42,7 +42,7 @@ export function refuseRequestTarget(req: NodeRequest, res: NodeResponse, routes:
   const refusal =
     req.httpVersionMajor === 2
       ? http2HeadRefusal(req.headers, req.rawHeaders)
-      : (invalid(http1TargetProblem(req) ?? repeatedCredentials(req.rawHeaders)) ?? transferCodingRefusal(req.headers));
+      : (invalid(http1TargetProblem(req)) ?? transferCodingRefusal(req.headers));
   if (refusal === null) return false;
   const given = req.headers["x-request-id"];
   const requestId = requestIdOf(Array.isArray(given) ? given[0] : given);
@@ -113,35 +113,8 @@ function invalid(problem: string | null): Refusal | null {
 // requests (src/server.ts): a stream refused here is left to the request listener, which answers it as every other.
 export function http2HeadRefusal(headers: IncomingHttpHeaders, rawHeaders: readonly string[]): Refusal | null {
   if (http2HeadBytes(rawHeaders) > MAX_HEAD_BYTES) return (domain) => requestHeadTooLarge(domain, MAX_HEAD_BYTES);
-  return invalid(http2AuthorityProblem(headers, rawHeaders) ?? repeatedCredentials(rawHeaders));
+  return invalid(http2AuthorityProblem(headers, rawHeaders));
 }
-
-// A credential header sent more than once. Node keeps the first Authorization of a request and drops the others,
-// so a valid token followed by a bogus one was served and the two the other way round refused (a probe, 2026-11-28),
-// while a proxy that checks the last one would take the caller for someone else; an x-api-key sent twice was
-// joined with ", " on one call path and its first value taken on the other. Such a request is refused, whatever its
-// values: it names no one caller.
-function repeatedCredentials(raw: readonly string[]): string | null {
-  let seen = 0;
-  for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i]!;
-    // Compared by length first: this runs on every request's head.
-    const bit =
-      name.length === 13 && name.toLowerCase() === "authorization"
-        ? 1
-        : name.length === 9 && name.toLowerCase() === "x-api-key"
-          ? 2
-          : name.length === 14 && name.toLowerCase() === "x-workspace-id"
-            ? 4
-            : 0;
-    if (bit === 0) continue;
-    if ((seen & bit) !== 0) return `${CREDENTIAL_NAMES[bit]} must be sent once, not several times: the request must name one caller`;
-    seen |= bit;
-  }
-  return null;
-}
-
-const CREDENTIAL_NAMES: Record<number, string> = { 1: "the Authorization header", 2: "the x-api-key header", 4: "the x-workspace-id header" };
 
 function http2AuthorityProblem(headers: IncomingHttpHeaders, rawHeaders: readonly string[]): string | null {
   const authority = pseudoAuthority(headers);
