@@ -9,6 +9,7 @@ import type { Authenticator } from "../identity/authenticator.js";
 import { toConnectError } from "../errors/to-connect-error.js";
 import { requestIdOf } from "../pipeline/call.js";
 import type { NodeRequest, NodeResponse } from "./node-types.js";
+import { BEARER_CHALLENGE } from "./auth-challenge.js";
 import { connectErrorToStatusJson, httpStatusOfError, retryAfterSeconds } from "./rest/status-json.js";
 
 // Who may read /metrics (the METRICS setting): "open" to anyone who reaches the port (a private network that
@@ -54,7 +55,9 @@ export function createMetricsEndpoint(opts: MetricsEndpointOptions): (req: NodeR
       const error: ConnectError = toConnectError(failure, null);
       const retryAfter = retryAfterSeconds(error);
       if (retryAfter !== undefined) res.setHeader("retry-after", String(retryAfter));
-      res.writeHead(httpStatusOfError(error), { "content-type": "application/json" });
+      const status = httpStatusOfError(error);
+      if (status === 401) res.setHeader("www-authenticate", BEARER_CHALLENGE);
+      res.writeHead(status, { "content-type": "application/json" });
       res.end(JSON.stringify(connectErrorToStatusJson(error)));
     }
   };

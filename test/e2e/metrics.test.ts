@@ -133,6 +133,8 @@ describe("GET /metrics", () => {
     const before = storeSnapshot(server.dataDir);
     const none = await scrape(server, "");
     expect(none.status).toBe(401);
+    // RFC 9110 15.5.2: a 401 carries its challenge.
+    expect(none.headers.get("www-authenticate")).toBe('Bearer realm="cloudplane"');
     const body = (await none.json()) as { code: number; message: string };
     expect(body.code).toBe(16);
     expect(body.message).toContain("no credentials");

@@ -58,6 +58,8 @@ describe("an instantiation refused", () => {
     for (const token of [null, "cpat.nope.nope"]) {
       const res = await unchanged(() => instantiate(server.url, token as string, MOSCOW, good()));
       expect(res.status).toBe(401);
+      // RFC 9110 15.5.2: a 401 carries its challenge; every call but POST /api/sessions takes the bearer token.
+      expect(res.headers.get("www-authenticate")).toBe('Bearer realm="cloudplane"');
       expect(res.headers.get("content-type")).toBe(errorType);
       expect(res.doc.Error).toMatchObject({ "@_majorErrorCode": "401", "@_minorErrorCode": "UNAUTHORIZED", "@_vendorSpecificErrorCode": "UNAUTHENTICATED" });
     }

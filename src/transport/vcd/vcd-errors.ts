@@ -4,6 +4,7 @@ import type { ErrorDomain, Reason } from "../../errors/reasons.js";
 import { toConnectError } from "../../errors/to-connect-error.js";
 import { callErrorOf } from "../../pipeline/call-error.js";
 import { httpStatusOfError, retryAfterSeconds } from "../rest/status-json.js";
+import { BEARER_CHALLENGE } from "../auth-challenge.js";
 import { errorDocument, minorErrorCodeOf } from "./vcd-xml.js";
 
 export interface Answer {
@@ -48,6 +49,8 @@ export function errorAnswer(version: string | null, thrown: unknown, domain: Err
   const extra: Record<string, string> = {};
   const retryAfter = retryAfterSeconds(error);
   if (retryAfter !== undefined) extra["retry-after"] = String(retryAfter);
+  // Every call but POST /api/sessions (whose 401 challenges Basic, vcd-handler.ts) takes the session's bearer token.
+  if (status === 401) extra["www-authenticate"] = BEARER_CHALLENGE;
   const minor = reason !== null && ownMinorCodes.has(reason) ? reason : minorErrorCodeOf(status);
   return { status, headers: { "content-type": errorContentType(version), ...extra }, body: errorDocument(status, minor, error.rawMessage, reason) };
 }

@@ -68,6 +68,8 @@ export function minorErrorCodeOf(httpStatus: number): string {
       return "UNSUPPORTED_MEDIA_TYPE";
     case 429:
       return "TOO_MANY_REQUESTS";
+    case 501:
+      return "NOT_IMPLEMENTED";
     case 503:
       return "SERVICE_UNAVAILABLE";
     default:
