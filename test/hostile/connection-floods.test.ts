@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { adminAuth } from "../support/credentials.js";
 import { HEALTH_BOUND_MS, expectRssUnder, expectServing, slowestHealthDuring, startTarget } from "./harness.js";
 import type { Target } from "./harness.js";
-import { grpcHeaders, openStream, rapidReset, requestThenPingFlood, resetAfterBody, session, sleep, untilClosed } from "./raw-clients.js";
+import { grpcHeaders, openStream, rapidReset, refusedThenReset, requestThenPingFlood, resetAfterBody, session, sleep, untilClosed } from "./raw-clients.js";
 import type { StreamOutcome } from "./raw-clients.js";
 
 // Many connections or streams at once: oversized messages held open, rapid resets, idle connections by the
@@ -116,6 +116,16 @@ describe("a flood in the read that opens a session", () => {
       await expectServing(target);
     });
   }
+});
+
+// The direct gRPC adapter refused an invalid grpc-timeout before it listened for the stream's errors: a client that
+// held the window at 0 (so the refusal's end never went out) and then reset the stream with INTERNAL_ERROR ended the
+// process, unauthenticated, in about 200 bytes (a probe, 2026-11-28).
+describe("a stream refused on its head, then reset by its peer", () => {
+  it("ends that stream only", async () => {
+    for (const code of [0x1, 0x2]) await refusedThenReset(target.port, adminAuth(target.url).authorization, 3_000, code);
+    await expectServing(target);
+  });
 });
 
 describe("rapid reset after a partial body", () => {

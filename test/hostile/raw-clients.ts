@@ -167,6 +167,35 @@ export function requestThenPingFlood(port: number, path: string, pings: number, 
   });
 }
 
+// A gRPC call refused on its head (an invalid grpc-timeout), on a session whose client holds the window at 0 so that
+// the refusal's end never goes out, then reset by the client with `code` (INTERNAL_ERROR by default). Resolves after
+// `waitMs`, once Node has had time to destroy the stream.
+export function refusedThenReset(port: number, authorization: string, waitMs: number, code = 0x2): Promise<void> {
+  const headers = Buffer.concat([
+    Buffer.from([0x83, 0x86]), // :method POST, :scheme http
+    hpackLiteral([0x04], "/kms.v1.KeyManagerService/Encrypt"), // :path
+    hpackLiteral([0x01], "127.0.0.1"), // :authority
+    hpackLiteral([0x0f, 0x10], "application/grpc"), // content-type
+    hpackLiteral([0x0f, 0x08], authorization), // authorization
+    Buffer.concat([Buffer.from([0x00, 12]), Buffer.from("grpc-timeout"), Buffer.from([5]), Buffer.from("bogus")]),
+  ]);
+  const windowZero = Buffer.from([0x00, 0x04, 0, 0, 0, 0]); // SETTINGS_INITIAL_WINDOW_SIZE = 0
+  const reset = Buffer.alloc(4);
+  reset.writeUInt32BE(code);
+  return new Promise((resolve) => {
+    const socket = net.connect(port, "127.0.0.1", () => {
+      socket.write(Buffer.concat([H2_PREFACE, h2Frame(0x4, 0, 0, windowZero), h2Frame(0x4, 0x1, 0, Buffer.alloc(0)), h2Frame(0x1, 0x4, 1, headers)]));
+      setTimeout(() => socket.write(h2Frame(0x3, 0, 1, reset)), 300);
+    });
+    socket.on("error", () => {});
+    socket.on("data", () => {});
+    setTimeout(() => {
+      socket.destroy();
+      resolve();
+    }, waitMs);
+  });
+}
+
 export function rapidReset(port: number, path: string, streams: number, waitMs: number, authorization: string, code = 0x8): Promise<number | null> {
   const headers = Buffer.concat([
     Buffer.from([0x83, 0x86]), // :method POST, :scheme http

@@ -221,6 +221,10 @@ export class GrpcUnaryAdapter {
     if (encoding !== undefined && encoding !== "identity") return false;
 
     const call: PendingCall = { adapter: this, entry, headers, first: null, rest: null, joined: null, declared: 0, size: 0, tooLarge: false, busy: false, held: 0, arrived: performance.now() };
+    // First: every stream this adapter takes is one nobody else listens to, and Node ends the process on an 'error'
+    // nobody hears. A stream refused below had none: its peer, holding the window at 0 so that the refusal's end
+    // never went out, then reset it with INTERNAL_ERROR, and the server exited (a probe, 2026-11-28).
+    stream.on("error", onError);
     // Refused before the body is read, as Connect refuses it (connect-refusals.ts); the unread body is then
     // reset after the status. The deadline stage reads the valid ones.
     const given = headers["grpc-timeout"];
@@ -232,7 +236,6 @@ export class GrpcUnaryAdapter {
     (stream as PendingStream)[CALL] = call;
     stream.on("data", onData);
     stream.on("end", onEnd);
-    stream.on("error", onError);
     return true;
   }
 
