@@ -326,7 +326,12 @@ describe("a transfer coding other than chunked", () => {
     expect(JSON.parse(listed.body.toString())).toEqual({});
   });
 
-  test("chunked alone, in any case, is served", async () => {
+  test("chunked alone, in any case, is served; empty list elements are not codings", async () => {
+    const spaced = await rawRequest(
+      server.port,
+      `POST /v1/keys HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: , chunked\r\nContent-Type: application/json\r\nAuthorization: Bearer ${server.token}\r\nConnection: close\r\n\r\n${chunked('{"parentId":"transfer-codings-spaced"}')}`,
+    );
+    expect(spaced.status).toBe(200);
     const answer = await rawRequest(
       server.port,
       `POST /v1/keys HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: Chunked\r\nContent-Type: application/json\r\nAuthorization: Bearer ${server.token}\r\nConnection: close\r\n\r\n${chunked('{"parentId":"transfer-codings-ok"}')}`,

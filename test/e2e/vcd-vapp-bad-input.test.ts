@@ -191,6 +191,8 @@ describe("an instantiation refused", () => {
   });
 });
 
+const MALFORMED = "a malformed percent-encoded sequence (a % not followed by two hex digits, or bytes that are not UTF-8)";
+
 describe("a query refused", () => {
   it("answers 400 for a bad type, format, parameter, page size, filter or sort", async () => {
     const cases: [string, string, string][] = [
@@ -210,6 +212,10 @@ describe("a query refused", () => {
       // VCD's "," (or) is not supported: refused, not read as part of a value (which answered total=0).
       ["type=vAppTemplate&filter=name==Ubuntu*,name==CentOS*", `filter: ${orRefused}`, "REQUEST_INVALID"],
       ["type=vAppTemplate&filter=(name==a;isEnabled==true),vdcName==b", `filter: ${orRefused}`, "REQUEST_INVALID"],
+      // A malformed percent escape: it was read as U+FFFD, and `filter=name==%FF` answered total="0".
+      ["type=vAppTemplate&filter=name==%FF", `filter: invalid value in the query string; ${MALFORMED}`, "REQUEST_INVALID"],
+      ["type=vApp%FFTemplate", `type: invalid value in the query string; ${MALFORMED}`, "REQUEST_INVALID"],
+      ["type=vAppTemplate&%E0%A4=1", `invalid value in the query string; ${MALFORMED}`, "REQUEST_INVALID"],
     ];
     for (const [query, message, reason] of cases) {
       const res = await vcd(server.url, `/api/query?${query}`, { token: server.token });

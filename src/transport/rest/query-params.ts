@@ -9,14 +9,20 @@ import type { BodyBinding, RestRoute } from "./route-table.js";
 // decodes): URLSearchParams reads such an escape as U+FFFD, so `?parentId=demo%FF` listed the namespace "demo\uFFFD"
 // while the same escape in the path was refused (a probe, 2026-11-28).
 export function refuseMalformedEscapes(query: string): void {
-  if (!query.includes("%")) return;
+  const name = malformedEscapeParameter(query);
+  if (name !== null) throw badRequest("REQUEST_INVALID", name, `invalid value in the query string; ${MALFORMED_ESCAPE}`);
+}
+
+// The name (as it decodes; "" when the name itself does not) of the first parameter of a raw query string whose
+// name or value has a malformed percent escape; null when none has. The XML surface's query asks it too.
+export function malformedEscapeParameter(query: string): string | null {
+  if (!query.includes("%")) return null;
   for (const pair of query.split("&")) {
     const eq = pair.indexOf("=");
     const name = decodeOrNull(eq < 0 ? pair : pair.slice(0, eq));
-    if (name === null || (eq >= 0 && decodeOrNull(pair.slice(eq + 1)) === null)) {
-      throw badRequest("REQUEST_INVALID", name ?? "", `invalid value in the query string; ${MALFORMED_ESCAPE}`);
-    }
+    if (name === null || (eq >= 0 && decodeOrNull(pair.slice(eq + 1)) === null)) return name ?? "";
   }
+  return null;
 }
 
 // application/x-www-form-urlencoded's decoding ("+" is a space), or null for a malformed escape.

@@ -97,7 +97,11 @@ type Refusal = (domain: ErrorDomain) => DomainError;
 function transferCodingRefusal(headers: IncomingHttpHeaders): Refusal | null {
   const given = headers["transfer-encoding"];
   if (given === undefined) return null;
-  const codings = given.split(",").map((coding) => coding.trim().toLowerCase());
+  // Empty list elements are not codings (RFC 9110 5.6.1: a recipient ignores them).
+  const codings = given
+    .split(",")
+    .map((coding) => coding.trim().toLowerCase())
+    .filter((coding) => coding !== "");
   if (codings.length === 1 && codings[0] === "chunked") return null;
   const message =
     "the only transfer coding this server takes is chunked, once (RFC 9112, section 6.1): send the body with Content-Length or Transfer-Encoding: chunked, and a compressed body with Content-Encoding";

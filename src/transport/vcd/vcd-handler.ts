@@ -10,6 +10,8 @@ import { emptyHost } from "../../errors/protocol-errors.js";
 import { Call, requestIdOf } from "../../pipeline/call.js";
 import type { MethodEntry, MethodTable } from "../../pipeline/method-table.js";
 import { NodeHeaders } from "../header-source.js";
+import { MALFORMED_ESCAPE } from "../rest/rest-errors.js";
+import { malformedEscapeParameter } from "../rest/query-params.js";
 import type { NodeRequest, NodeResponse } from "../node-types.js";
 import type { BodyBudget } from "../limits/body-budget.js";
 import { ClientGoneError, readBody } from "../rest/body-reader.js";
@@ -102,6 +104,9 @@ export function createVcdHandler(settings: VcdSettings): (req: NodeRequest, res:
   }
 
   async function query(req: NodeRequest, search: string, version: string, requestId: string): Promise<Answer> {
+    // URLSearchParams reads a malformed escape as U+FFFD: `filter=name==%FF` answered total="0" (a probe, 2026-11-28).
+    const malformed = malformedEscapeParameter(search);
+    if (malformed !== null) return refusal(version, 400, `${malformed === "" ? "" : `${malformed}: `}invalid value in the query string; ${MALFORMED_ESCAPE}`, "REQUEST_INVALID");
     const params = new URLSearchParams(search);
     let request;
     try {
