@@ -59,6 +59,9 @@ export class Call {
   // Whether the handler returned (not threw, not a promise): it has then done with the request, whatever the
   // stages after it still wait for. The gRPC adapter reuses the buffer of such a call's request body (body-pool.ts).
   handlerReturned = false;
+  // Whether the call was answered without waiting for its handler (its deadline passed): the handler may still be
+  // running, and reading the request.
+  abandoned = false;
   #abort: AbortController | null = null;
 
   constructor(
@@ -109,6 +112,7 @@ export class Call {
 
   // Ends the handler's wait (the deadline stage calls this when the deadline passes).
   abort(): void {
+    this.abandoned = true;
     this.#abort?.abort();
   }
 

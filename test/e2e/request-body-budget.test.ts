@@ -1,5 +1,6 @@
 import http from "node:http";
 import http2 from "node:http2";
+import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startServer } from "../support/server.js";
 import type { TestServer } from "../support/server.js";
@@ -204,6 +205,51 @@ describe("the server's budget of request bodies", () => {
 
   // connect-node refused a second message of a server-streaming call without ending the body or letting it go: its
   // bytes stayed counted, and such calls, which need no credentials, filled the budget for good (a probe).
+  // A client holding its window at 0 keeps every answer from going out, so its streams never close: their bodies
+  // were counted until then, and 64 answered calls held the whole budget for as long as the session lived, every large
+  // body of everyone else refused REQUEST_BODIES_BUSY (a probe, 2026-11-28). A body is counted until its call is
+  // answered now.
+  it("gives back the bytes of an answered gRPC call whose answer cannot go out (a window held at 0)", async () => {
+    const frame = (type: number, flags: number, id: number, payload: Buffer): Buffer => {
+      const head = Buffer.alloc(9);
+      head.writeUIntBE(payload.length, 0, 3);
+      head[3] = type;
+      head[4] = flags;
+      head.writeUInt32BE(id, 5);
+      return Buffer.concat([head, payload]);
+    };
+    const literal = (name: string, value: string): Buffer => Buffer.concat([Buffer.from([0, name.length]), Buffer.from(name), Buffer.from([value.length]), Buffer.from(value)]);
+    const head = Buffer.concat([
+      literal(":method", "POST"),
+      literal(":scheme", "http"),
+      literal(":path", "/kms.v1.KeyManagerService/Encrypt"),
+      literal(":authority", "127.0.0.1"),
+      literal("content-type", "application/grpc"),
+      literal("authorization", "Bearer bogus"),
+    ]);
+    const body = Buffer.alloc(5 + 1_500_000);
+    body.writeUInt32BE(1_500_000, 1);
+    const socket = net.connect(server.port, "127.0.0.1");
+    socket.on("error", () => {});
+    socket.on("data", () => {});
+    await new Promise((resolve) => socket.once("connect", resolve));
+    // SETTINGS_INITIAL_WINDOW_SIZE 0; the server's windows are large enough for both bodies.
+    socket.write(Buffer.concat([Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"), frame(0x4, 0, 0, Buffer.from([0, 4, 0, 0, 0, 0])), frame(0x4, 0x1, 0, Buffer.alloc(0))]));
+    for (const id of [1, 3]) {
+      socket.write(frame(0x1, 0x4, id, head));
+      for (let at = 0; at < body.length; at += 16_384) socket.write(frame(0x0, at + 16_384 >= body.length ? 0x1 : 0, id, body.subarray(at, at + 16_384)));
+    }
+    await settle();
+    // 3 MB of answered calls, held open by their client; 2.5 MB more is taken, and read until it is whole.
+    const session = http2.connect(server.url);
+    const taken = partialGrpc(session, PART.length + 1_000, PART);
+    expect(await soon(statusOf(taken))).toBe("pending");
+    taken.close();
+    session.close();
+    socket.destroy();
+    await settle();
+  });
+
   it("gives back the bytes of a server-streaming call that sent two messages, once its stream closes", async () => {
     const session = http2.connect(server.url);
     session.on("error", () => {});

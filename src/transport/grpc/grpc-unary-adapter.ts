@@ -167,17 +167,26 @@ function dropBody(stream: PendingStream, call: PendingCall): void {
   call.adapter.finish(stream, call);
 }
 
-// A body of more than one chunk counts against the server's budget (body-budget.ts) from its second chunk until the
-// stream closes, by the bytes it holds (its chunks, or the pool's buffer it is joined in); one of a single chunk
-// (a 1 KiB call: nearly every one) is read and run in the same turn, and adds neither the count nor a listener to
-// the hot path.
+// A body of more than one chunk counts against the server's budget (body-budget.ts) from its second chunk until its
+// call is answered (by a handler that is done with it, or by a refusal) or its stream closes, by the bytes it holds
+// (its chunks, or the pool's buffer it is joined in); one of a single chunk (a 1 KiB call: nearly every one) is read
+// and run in the same turn, and adds neither the count nor a listener to the hot path. Counted until the stream
+// closed (until 2026-11-28), answers a client never let out (its window held at 0) kept the whole budget counted
+// for as long as it kept its session, and every large body of everyone else was refused (a probe).
 function holdUpTo(stream: PendingStream, call: PendingCall, bytes: number): boolean {
   if (bytes <= call.held) return true;
   const budget = call.adapter.bodyBudget;
-  if (!budget.take(bytes - call.held)) return false;
-  if (call.held === 0) stream.once("close", () => budget.give(call.held));
+  const more = bytes - call.held;
+  if (!budget.take(more)) return false;
+  if (call.held === 0) stream.once("close", () => release(call));
   call.held = bytes;
   return true;
+}
+
+function release(call: PendingCall): void {
+  if (call.held === 0) return;
+  call.adapter.bodyBudget.give(call.held);
+  call.held = 0;
 }
 
 function onEnd(this: PendingStream): void {
@@ -347,6 +356,8 @@ export class GrpcUnaryAdapter {
   // request) is left to the garbage collector; so is one that the answer's payload, still being sent, is a view of
   // (`written`).
   private done(pending: PendingCall, call: Call, written: Uint8Array | null): void {
+    // A handler its deadline cut short may still read the request: its bytes stay counted until the stream closes.
+    if (!call.abandoned) release(pending);
     if (pending.joined === null) return;
     if (call.handlerReturned && written?.buffer !== pending.joined.buffer) giveBack(pending);
     else pending.joined = null;
@@ -388,6 +399,7 @@ export class GrpcUnaryAdapter {
 
   // Refused before the pipeline: the request is not a message of the method.
   private refuse(stream: http2.ServerHttp2Stream, pending: PendingCall, error: CallError): void {
+    release(pending);
     // Connect, refusing such a request before any handler runs, sends the request id with the headers only.
     const requestId = requestIdOf(pending.headers["x-request-id"] as string | undefined);
     this.respondWithError(stream, error, [["x-request-id", requestId]], null);
