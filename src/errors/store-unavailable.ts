@@ -39,7 +39,9 @@ export function storeUnavailable(domain: ErrorDomain): DomainError {
     code: "unavailable",
     reason: "STORE_UNAVAILABLE",
     domain,
-    message: "the server's store cannot be written or reached for now (a full disk, a lost database connection); retry later",
+    // A COMMIT PostgreSQL carried out whose reply the lost connection never brought back leaves the change made: 2 of 6
+    // creates so refused were stored (a probe, 2026-11-28), as the audit trail's refusal already said of its own.
+    message: "the server's store cannot be written or reached for now (a full disk, a lost database connection); retry later, and read before retrying a change: a connection lost while it committed may have taken the change",
     retryAfterSeconds: 1,
   });
 }

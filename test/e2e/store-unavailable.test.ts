@@ -43,7 +43,7 @@ describe("a write the store refuses for now", () => {
     const body = (await refused.json()) as { code: number; message: string; details: { typeUrl: string }[] };
     expect({ code: body.code, message: body.message }).toEqual({
       code: 14,
-      message: "the server's store cannot be written or reached for now (a full disk, a lost database connection); retry later",
+      message: "the server's store cannot be written or reached for now (a full disk, a lost database connection); retry later, and read before retrying a change: a connection lost while it committed may have taken the change",
     });
     expect(body.details.map((d) => d.typeUrl)).toContain("type.googleapis.com/google.rpc.RetryInfo");
     expect(server.logs()).toContain("the store failed; the call was answered UNAVAILABLE");
