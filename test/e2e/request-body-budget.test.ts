@@ -2,6 +2,7 @@ import http from "node:http";
 import http2 from "node:http2";
 import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { H2_PREFACE, h2Frame, hpackNamed } from "../support/h2-frames.js";
 import { startServer } from "../support/server.js";
 import type { TestServer } from "../support/server.js";
 
@@ -210,22 +211,13 @@ describe("the server's budget of request bodies", () => {
   // body of everyone else refused REQUEST_BODIES_BUSY (a probe, 2026-11-28). A body is counted until its call is
   // answered now.
   it("gives back the bytes of an answered gRPC call whose answer cannot go out (a window held at 0)", async () => {
-    const frame = (type: number, flags: number, id: number, payload: Buffer): Buffer => {
-      const head = Buffer.alloc(9);
-      head.writeUIntBE(payload.length, 0, 3);
-      head[3] = type;
-      head[4] = flags;
-      head.writeUInt32BE(id, 5);
-      return Buffer.concat([head, payload]);
-    };
-    const literal = (name: string, value: string): Buffer => Buffer.concat([Buffer.from([0, name.length]), Buffer.from(name), Buffer.from([value.length]), Buffer.from(value)]);
     const head = Buffer.concat([
-      literal(":method", "POST"),
-      literal(":scheme", "http"),
-      literal(":path", "/kms.v1.KeyManagerService/Encrypt"),
-      literal(":authority", "127.0.0.1"),
-      literal("content-type", "application/grpc"),
-      literal("authorization", "Bearer bogus"),
+      hpackNamed(":method", "POST"),
+      hpackNamed(":scheme", "http"),
+      hpackNamed(":path", "/kms.v1.KeyManagerService/Encrypt"),
+      hpackNamed(":authority", "127.0.0.1"),
+      hpackNamed("content-type", "application/grpc"),
+      hpackNamed("authorization", "Bearer bogus"),
     ]);
     const body = Buffer.alloc(5 + 1_500_000);
     body.writeUInt32BE(1_500_000, 1);
@@ -234,10 +226,10 @@ describe("the server's budget of request bodies", () => {
     socket.on("data", () => {});
     await new Promise((resolve) => socket.once("connect", resolve));
     // SETTINGS_INITIAL_WINDOW_SIZE 0; the server's windows are large enough for both bodies.
-    socket.write(Buffer.concat([Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"), frame(0x4, 0, 0, Buffer.from([0, 4, 0, 0, 0, 0])), frame(0x4, 0x1, 0, Buffer.alloc(0))]));
+    socket.write(Buffer.concat([H2_PREFACE, h2Frame(0x4, 0, 0, Buffer.from([0, 4, 0, 0, 0, 0])), h2Frame(0x4, 0x1, 0, Buffer.alloc(0))]));
     for (const id of [1, 3]) {
-      socket.write(frame(0x1, 0x4, id, head));
-      for (let at = 0; at < body.length; at += 16_384) socket.write(frame(0x0, at + 16_384 >= body.length ? 0x1 : 0, id, body.subarray(at, at + 16_384)));
+      socket.write(h2Frame(0x1, 0x4, id, head));
+      for (let at = 0; at < body.length; at += 16_384) socket.write(h2Frame(0x0, at + 16_384 >= body.length ? 0x1 : 0, id, body.subarray(at, at + 16_384)));
     }
     await settle();
     // 3 MB of answered calls, held open by their client; 2.5 MB more is taken, and read until it is whole.

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startServer } from "../support/server.js";
 import type { TestServer } from "../support/server.js";
 import { tempDir } from "../support/temp-dir.js";
+import { H2_PREFACE } from "../support/h2-frames.js";
 
 // The TLS port holds a new connection to the first-bytes deadline as the cleartext port does (docs/robustness.md):
 // the handshake and then the HTTP/2 preface or an HTTP/1.1 request head within HEADERS_TIMEOUT_SECONDS of the TCP
@@ -18,7 +19,6 @@ const HEADERS_TIMEOUT_MS = 1_000;
 const MAX_CONNECTIONS = 10;
 // Scheduling on a busy two-core machine; far below what the faults held connections open (60 s and more).
 const SLACK_MS = 1_500;
-const H2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
 
 const dir = tempDir();
 let server: TestServer;

@@ -1,12 +1,12 @@
 import http2 from "node:http2";
 import net from "node:net";
 import { adminAuth } from "../support/credentials.js";
+import { H2_PREFACE, h2Frame, hpackLiteral, hpackNamed } from "../support/h2-frames.js";
 
 // Clients that misbehave on purpose, each bounded in time, and each reporting what the server did to it. They call
 // as the server's admin (test/support/credentials.ts), so that what the server does to a call is the attack's
 // doing and not a refusal of missing credentials; connections that never get as far as a request need none.
 
-export const H2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
 
 export function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
@@ -81,24 +81,6 @@ export async function untilClosed(outcomes: { closedAtMs: number | null }[], wit
 // A gRPC call's headers, with the admin's token of the server at `url`.
 export function grpcHeaders(url: string, path: string): http2.OutgoingHttpHeaders {
   return { ":method": "POST", ":path": path, "content-type": "application/grpc", te: "trailers", ...adminAuth(url) };
-}
-
-// One HTTP/2 frame: 24-bit length, type, flags, stream id, payload.
-function h2Frame(type: number, flags: number, streamId: number, payload: Buffer): Buffer {
-  const head = Buffer.alloc(9);
-  head.writeUIntBE(payload.length, 0, 3);
-  head[3] = type;
-  head[4] = flags;
-  head.writeUInt32BE(streamId, 5);
-  return Buffer.concat([head, payload]);
-}
-
-// An HPACK header field, literal without indexing, its name taken from the static table; values of at most 126
-// bytes (a one-byte length).
-function hpackLiteral(nameIndex: number[], value: string): Buffer {
-  const v = Buffer.from(value);
-  if (v.length > 126) throw new Error(`hpackLiteral: a value of ${v.length} bytes needs a longer length prefix`);
-  return Buffer.concat([Buffer.from(nameIndex), Buffer.from([v.length]), v]);
 }
 
 // Rapid reset (CVE-2023-44487) with raw frames, as an attacker sends it: each stream's HEADERS (without
@@ -177,7 +159,7 @@ export function refusedThenReset(port: number, authorization: string, waitMs: nu
     hpackLiteral([0x01], "127.0.0.1"), // :authority
     hpackLiteral([0x0f, 0x10], "application/grpc"), // content-type
     hpackLiteral([0x0f, 0x08], authorization), // authorization
-    Buffer.concat([Buffer.from([0x00, 12]), Buffer.from("grpc-timeout"), Buffer.from([5]), Buffer.from("bogus")]),
+    hpackNamed("grpc-timeout", "bogus"),
   ]);
   const windowZero = Buffer.from([0x00, 0x04, 0, 0, 0, 0]); // SETTINGS_INITIAL_WINDOW_SIZE = 0
   const reset = Buffer.alloc(4);

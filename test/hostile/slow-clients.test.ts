@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { adminAuth } from "../support/credentials.js";
 import { HEALTH_BOUND_MS, expectRssUnder, expectServing, rssKb, slowestHealthDuring, startTarget } from "./harness.js";
 import type { Target } from "./harness.js";
-import { H2_PREFACE, grpcHeaders, openStream, rawConnection, session, sleep, untilClosed } from "./raw-clients.js";
+import { H2_PREFACE } from "../support/h2-frames.js";
+import { grpcHeaders, openStream, rawConnection, session, sleep, untilClosed } from "./raw-clients.js";
 import type { SocketOutcome, StreamOutcome } from "./raw-clients.js";
 
 // Clients that hold a connection or a request open by sending slowly or not at all. Each is closed within its

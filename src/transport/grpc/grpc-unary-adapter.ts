@@ -176,8 +176,7 @@ function dropBody(stream: PendingStream, call: PendingCall): void {
 function holdUpTo(stream: PendingStream, call: PendingCall, bytes: number): boolean {
   if (bytes <= call.held) return true;
   const budget = call.adapter.bodyBudget;
-  const more = bytes - call.held;
-  if (!budget.take(more)) return false;
+  if (!budget.take(bytes - call.held)) return false;
   if (call.held === 0) stream.once("close", () => release(call));
   call.held = bytes;
   return true;
