@@ -32,6 +32,7 @@ const specs = {
   dataDir: { flag: "data-dir", env: "DATA_DIR", description: "directory of the embedded store and generated master key", default: "./data" },
   databaseUrl: { flag: "database-url", env: "DATABASE_URL", description: "PostgreSQL connection URL (postgres://user@host:5432/db); several servers on one database share every key, node pool, task and credential. None means the embedded store in --data-dir. Needs MASTER_KEY or MASTER_KEY_FILE, the same on every server", default: "" },
   databasePoolSize: { flag: "database-pool-size", env: "DATABASE_POOL_SIZE", description: "connections to PostgreSQL one server keeps open at most (besides the one it listens for other servers' changes on)", default: "10" },
+  databaseQueryTimeoutSeconds: { flag: "database-query-timeout-seconds", env: "DATABASE_QUERY_TIMEOUT_SECONDS", description: "longest wait for PostgreSQL's answer to one statement; then the connection is given up (its calls are answered UNAVAILABLE, STORE_UNAVAILABLE) and a new one opened, and PostgreSQL ends the server's transactions idle that long, so a server cut off from it holds no locks", default: "10" },
   masterKeyFile: { flag: "master-key-file", env: "MASTER_KEY_FILE", description: "file holding the 32-byte master key (raw or base64); default <data-dir>/master.key, created on first start", default: "" },
   masterKey: { flag: "master-key", env: "MASTER_KEY", description: "the master key itself, base64 of 32 bytes (overrides the file); prefer MASTER_KEY_FILE or the MASTER_KEY environment variable, since a value on the command line is visible to every local user through ps", default: "" },
   tlsCertFile: { flag: "tls-cert-file", env: "TLS_CERT_FILE", description: "PEM certificate chain; with --tls-key-file serves TLS with ALPN h2 and http/1.1", default: "" },
@@ -80,6 +81,7 @@ export interface Config {
   dataDir: string;
   databaseUrl: string;
   databasePoolSize: number;
+  databaseQueryTimeoutMs: number;
   masterKeyFile: string;
   masterKey: string;
   tlsCertFile: string;
@@ -353,6 +355,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Config | "he
     dataDir: dataDirectory(raw("dataDir")),
     databaseUrl: raw("databaseUrl"),
     databasePoolSize: integer("databasePoolSize", raw("databasePoolSize"), 1, 1000),
+    databaseQueryTimeoutMs: integer("databaseQueryTimeoutSeconds", raw("databaseQueryTimeoutSeconds"), 1, 3600) * 1000,
     masterKeyFile: raw("masterKeyFile"),
     masterKey: raw("masterKey"),
     tlsCertFile,

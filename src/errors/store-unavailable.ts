@@ -18,6 +18,17 @@ const PG_CODES = ["57P01", "57P02", "57P03", "40001", "40P01"];
 // Node's codes for a connection that could not be made or was lost.
 const NET_CODES = ["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "EHOSTUNREACH", "ENETUNREACH", "ENOTFOUND", "EAI_AGAIN"];
 
+// What node-postgres says when it lost, could not make or gave up on its connection ("Connection terminated
+// unexpectedly", "not queryable", a connect or query timeout): plain Errors with no code, told apart from the server's
+// errors and from the project's own by where they were thrown, the driver's calls (storage/postgres/driver-errors.ts),
+// which wrap them in this.
+export class StoreConnectionError extends Error {
+  constructor(cause: Error) {
+    super(`the connection to PostgreSQL failed: ${cause.message}`, { cause });
+    this.name = "StoreConnectionError";
+  }
+}
+
 function sqlstateOf(err: object): string | undefined {
   // node-postgres's DatabaseError: the server's answer, with its SQLSTATE and severity (the class is not imported,
   // so that a server on the embedded store never loads the driver).
@@ -27,6 +38,7 @@ function sqlstateOf(err: object): string | undefined {
 
 export function isStoreUnavailable(err: unknown): boolean {
   if (typeof err !== "object" || err === null) return false;
+  if (err instanceof StoreConnectionError) return true;
   if (err instanceof Database.SqliteError) return SQLITE_CODES.some((code) => err.code.startsWith(code));
   const sqlstate = sqlstateOf(err);
   if (sqlstate !== undefined) return PG_CLASSES.includes(sqlstate.slice(0, 2)) || PG_CODES.includes(sqlstate);

@@ -67,7 +67,10 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
     return 2;
   }
   // The servers' store: PostgreSQL when DATABASE_URL is set, as for the server; beside the running server.
-  const storage = await openStorage({ dataDir, databaseUrl, databasePoolSize: 2 }, createLogger("warn", process.stderr), "operator command");
+  // An operator watches a command and can interrupt it: a statement may take as long as a server's statements may not
+  // (a prune of a long trail), up to ten minutes.
+  const databaseQueryTimeoutMs = 10 * 60_000;
+  const storage = await openStorage({ dataDir, databaseUrl, databasePoolSize: 2, databaseQueryTimeoutMs }, createLogger("warn", process.stderr), "operator command");
   try {
     await runAdminCommand(argv, { admin: new IdentityAdmin(storage.identity, systemClock), audit: storage.audit, clock: systemClock, print, note });
     return 0;

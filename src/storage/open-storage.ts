@@ -6,6 +6,7 @@ export interface StorageSettings {
   dataDir: string;
   databaseUrl: string;
   databasePoolSize: number;
+  databaseQueryTimeoutMs: number;
 }
 
 // The one place that chooses the store: PostgreSQL when DATABASE_URL is set (several servers share it), else the
@@ -20,5 +21,5 @@ export async function openStorage(
 ): Promise<Storage> {
   if (settings.databaseUrl === "") return openSqliteStorage(settings.dataDir, logger, opener, beforeMigrations);
   const { openPostgresStorage } = await import("./postgres/postgres-storage.js");
-  return openPostgresStorage({ url: settings.databaseUrl, poolSize: settings.databasePoolSize }, logger, opener === "server" ? "upgrade" : "current only", beforeMigrations);
+  return openPostgresStorage({ url: settings.databaseUrl, poolSize: settings.databasePoolSize, queryTimeoutMs: settings.databaseQueryTimeoutMs }, logger, opener === "server" ? "upgrade" : "current only", beforeMigrations);
 }

@@ -1,5 +1,8 @@
+import { fromBinary } from "@bufbuild/protobuf";
+import { base64Decode } from "@bufbuild/protobuf/wire";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { createDatabase, postgresAvailable } from "../support/postgres.js";
 import type { TestDatabase } from "../support/postgres.js";
 import { spawnServer } from "../support/server.js";
@@ -61,8 +64,10 @@ describe.runIf(await postgresAvailable())("a server on PostgreSQL whose connecti
     stop = true;
     const statuses = (await Promise.all(load)).flat();
     expect(server.running(), server.logs()).toBe(true);
-    // Calls caught by the termination failed; none was answered by a process that was gone (status 0).
-    expect(statuses.filter((s) => s === 0)).toEqual([]);
+    // Calls caught by the termination failed; none was answered by a process that was gone (status 0), and none
+    // INTERNAL (500): node-postgres's own errors about the lost connection ("Connection terminated unexpectedly",
+    // "not queryable") are the store's outage, UNAVAILABLE, as PostgreSQL's own are.
+    expect(statuses.filter((s) => s === 0 || s === 500)).toEqual([]);
     expect(statuses.filter((s) => s === 200).length).toBeGreaterThan(0);
     await expect.poll(create, { timeout: 10_000 }).toBe(200);
   });
@@ -103,5 +108,101 @@ describe.runIf(await postgresAvailable())("readiness of a server whose database 
     expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
     proxy.restore();
     await expect.poll(ready, { timeout: 20_000, interval: 250 }).toBe("200 ok");
+  });
+});
+
+// A probe (2026-11-28): connections that went silent in the middle of a statement (a dropped route) were never given
+// up. Every call waiting on one waited for ever, the pool ran out, the server served nothing until the silence ended,
+// and SIGTERM never ended it. A statement now waits DATABASE_QUERY_TIMEOUT_SECONDS at most; its connection is then
+// given up and its call answered UNAVAILABLE.
+describe.runIf(await postgresAvailable())("a server whose connections to PostgreSQL go silent in the middle of statements", () => {
+  const dir = tempDir();
+  let database: TestDatabase;
+  let proxy: TcpProxy;
+  let server: SpawnedServer;
+
+  beforeAll(async () => {
+    database = await createDatabase();
+    proxy = await startTcpProxy(database.url, 5432);
+    server = await spawnServer({
+      dataDir: dir.path,
+      env: { DATABASE_URL: proxy.url, MASTER_KEY: Buffer.alloc(32, 7).toString("base64"), DATABASE_QUERY_TIMEOUT_SECONDS: "2", SHUTDOWN_TIMEOUT_SECONDS: "5" },
+    });
+  });
+  afterAll(async () => {
+    await server?.kill("SIGKILL");
+    await proxy?.close();
+    await database?.drop();
+    dir.remove();
+  });
+
+  interface Answer {
+    status: number;
+    reason: string;
+    ms: number;
+  }
+  const create = async (): Promise<Answer> => {
+    const started = performance.now();
+    const res = await fetch(`${server.url}/v1/keys`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${server.token}`, "content-type": "application/json" },
+      body: JSON.stringify({ parentId: "silent" }),
+    });
+    const body = (await res.json()) as { details?: { typeUrl: string; value: string }[] };
+    const info = body.details?.find((d) => d.typeUrl === "type.googleapis.com/google.rpc.ErrorInfo");
+    const reason = info === undefined ? "" : fromBinary(ErrorInfoSchema, base64Decode(info.value)).reason;
+    return { status: res.status, reason, ms: performance.now() - started };
+  };
+
+  it("answers the calls caught UNAVAILABLE within the timeout, serves again on new connections, and stops on SIGTERM", { timeout: 60_000 }, async () => {
+    expect((await create()).status).toBe(200);
+    let stop = false;
+    const load = Array.from({ length: 16 }, async () => {
+      const answers: Answer[] = [];
+      while (!stop) answers.push(await create());
+      return answers;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    proxy.silence();
+    const silenced = performance.now();
+    // Connections opened from now on go through: once the silent ones are given up, calls succeed again.
+    await expect.poll(async () => (await create()).status, { timeout: 20_000, interval: 100 }).toBe(200);
+    const recovered = performance.now() - silenced;
+    stop = true;
+    const answers = (await Promise.all(load)).flat();
+    expect(server.running(), server.logs()).toBe(true);
+    const failed = answers.filter((a) => a.status !== 200);
+    // Some calls were in the middle of a statement when the connections went silent.
+    expect(failed.length).toBeGreaterThan(0);
+    // Each was answered 503 with the store's reason (the audit trail's, for a call whose record could not be written).
+    expect(new Set(failed.map((a) => `${a.status} ${a.reason}`))).toSatisfy((seen: Set<string>) =>
+      [...seen].every((s) => s === "503 STORE_UNAVAILABLE" || s === "503 AUDIT_UNAVAILABLE"),
+    );
+    // No call waited much longer than the timeout (2 s), and the silence did not last for the server.
+    expect(Math.max(...answers.map((a) => a.ms))).toBeLessThan(8_000);
+    expect(recovered).toBeLessThan(10_000);
+    // The connections given up went silent mid-transaction: PostgreSQL has ended them too, and no lock is held.
+    const admin = new pg.Client({ connectionString: database.url });
+    await admin.connect();
+    try {
+      const stuck = async (): Promise<number> =>
+        Number(
+          (
+            await admin.query(
+              "SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND state LIKE 'idle in transaction%' AND state_change < now() - interval '1 second'",
+            )
+          ).rows[0].n,
+        );
+      await expect.poll(stuck, { timeout: 10_000, interval: 250 }).toBe(0);
+    } finally {
+      await admin.end();
+    }
+    // The server still ends when told to, with no connection held by a statement that never ends.
+    proxy.silence();
+    void create().catch(() => {});
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const stopping = performance.now();
+    expect(await server.kill("SIGTERM")).toBe(0);
+    expect(performance.now() - stopping).toBeLessThan(10_000);
   });
 });

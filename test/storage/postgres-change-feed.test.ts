@@ -25,7 +25,7 @@ describe.runIf(await postgresAvailable())("the change feed", () => {
   });
 
   it("replaces a listening connection gone silent, and is live again", async () => {
-    const pool = createPool(database.url, 2);
+    const pool = createPool(database.url, 2, 10_000);
     const lives: boolean[] = [];
     const ignore = (): void => {};
     const feed = new ChangeFeed(
@@ -49,7 +49,7 @@ describe.runIf(await postgresAvailable())("the change feed", () => {
   // The same probe: with PostgreSQL refusing connections, the feed logged its retry, with a stack, every 0.5 s.
   it("logs at most ten failed reconnections a minute while the database refuses them", async () => {
     const own = await startTcpProxy(database.url, 5432);
-    const pool = createPool(database.url, 2);
+    const pool = createPool(database.url, 2, 10_000);
     const log = logLines();
     const ignore = (): void => {};
     const feed = new ChangeFeed(

@@ -65,7 +65,7 @@ describe.skipIf(!pgUp)("PostgresKmsStore.listKeys from recorded positions", () =
 
   beforeAll(async () => {
     db = await createDatabase();
-    const open = () => openPostgresStorage({ url: db.url, poolSize: 4 }, logger);
+    const open = () => openPostgresStorage({ url: db.url, poolSize: 4, queryTimeoutMs: 10_000 }, logger);
     [here, there, plain] = await Promise.all([open(), open(), open()]);
     await here.watch(quiet);
     await there.watch(quiet);

@@ -79,7 +79,7 @@ describe.skipIf(!pgUp)("several servers on one PostgreSQL database", () => {
   beforeAll(async () => {
     db = await createDatabase();
     // Started at once on an empty database: the migrations run once, under the start-up lock.
-    servers = await Promise.all([0, 1, 2].map(() => openPostgresStorage({ url: db.url, poolSize: 4 }, logger)));
+    servers = await Promise.all([0, 1, 2].map(() => openPostgresStorage({ url: db.url, poolSize: 4, queryTimeoutMs: 10_000 }, logger)));
     for (const s of servers) {
       const h = new Heard();
       heard.push(h);

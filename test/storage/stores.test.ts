@@ -80,7 +80,7 @@ const backends: Backend[] = [
     async open() {
       // One database for the file (making one takes a second), emptied between tests.
       const db = await createDatabase();
-      const storage = await openPostgresStorage({ url: db.url, poolSize: 4 }, logger);
+      const storage = await openPostgresStorage({ url: db.url, poolSize: 4, queryTimeoutMs: 10_000 }, logger);
       const client = new pg.Client({ connectionString: db.url });
       await client.connect();
       return {

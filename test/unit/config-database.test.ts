@@ -37,7 +37,7 @@ describe("DATABASE_URL", () => {
   });
 
   it("that cannot be reached fails the start with a message naming the setting, not the URL's password", async () => {
-    const opening = openStorage({ dataDir: "/nonexistent", databaseUrl: "postgres://cloudplane:s3cret@127.0.0.1:1/db", databasePoolSize: 2 }, createLogger("silent"));
+    const opening = openStorage({ dataDir: "/nonexistent", databaseUrl: "postgres://cloudplane:s3cret@127.0.0.1:1/db", databasePoolSize: 2, databaseQueryTimeoutMs: 10_000 }, createLogger("silent"));
     await expect(opening).rejects.toThrow(/^could not open the PostgreSQL database of DATABASE_URL: connect ECONNREFUSED 127\.0\.0\.1:1$/);
     await expect(opening).rejects.not.toThrow(/s3cret/);
   });

@@ -1,7 +1,9 @@
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { DomainError } from "../../src/errors/domain-error.js";
+import pg from "pg";
 import { isStoreUnavailable } from "../../src/errors/store-unavailable.js";
+import { fromDriver } from "../../src/storage/postgres/driver-errors.js";
 import { callErrorOf } from "../../src/pipeline/call-error.js";
 
 // A store that cannot do its work for now is UNAVAILABLE, told by the error's code; it was INTERNAL (two probes,
@@ -22,6 +24,19 @@ describe("isStoreUnavailable", () => {
     ]) {
       expect(isStoreUnavailable(err), String((err as { code: string }).code)).toBe(true);
     }
+  });
+
+  it("takes node-postgres's own errors about its connection, which carry no code, as they come out of its calls", () => {
+    for (const text of ["Connection terminated unexpectedly", "Query read timeout", "timeout exceeded when trying to connect"]) {
+      const wrapped = fromDriver(new Error(text));
+      expect(isStoreUnavailable(wrapped), text).toBe(true);
+      expect((wrapped as Error).message).toBe(`the connection to PostgreSQL failed: ${text}`);
+    }
+    // The server's answers, socket errors and programming errors keep their class, and so their meaning.
+    const fromServer = new pg.DatabaseError("duplicate key value", 0, "error");
+    const socket = Object.assign(new Error("read ECONNRESET"), { code: "ECONNRESET", syscall: "read" });
+    const bug = new TypeError("cannot serialize");
+    for (const err of [fromServer, socket, bug]) expect(fromDriver(err)).toBe(err);
   });
 
   it("leaves everything else to be INTERNAL or what it says", () => {

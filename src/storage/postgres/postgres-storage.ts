@@ -17,6 +17,8 @@ import { createClient, createPool } from "./sql.js";
 export interface PostgresSettings {
   url: string;
   poolSize: number;
+  // For each statement of the pool (createPool); migrations, on a connection of their own, have none.
+  queryTimeoutMs: number;
 }
 
 // The session-level advisory lock that servers starting on one database take in turn (migrations, the master key
@@ -31,7 +33,7 @@ export async function openPostgresStorage(
   mode: MigrationMode = "upgrade",
   beforeMigrations: BeforeMigrations | null = null,
 ): Promise<Storage> {
-  const pool = createPool(settings.url, settings.poolSize);
+  const pool = createPool(settings.url, settings.poolSize, settings.queryTimeoutMs);
   // An idle connection that breaks (the database restarted) is dropped by the pool; without a listener the error
   // would end the process.
   pool.on("error", (err) => logger.warn({ err }, "an idle PostgreSQL connection failed; the pool replaces it"));
@@ -51,12 +53,14 @@ export async function openPostgresStorage(
 
   try {
     await exclusively(async () => {
-      const client = await pool.connect();
+      // A connection of its own, with no statement timeout: a migration of a large table may take minutes.
+      const client = createClient(settings.url);
+      await client.connect();
       try {
         await beforeMigrations?.(postgresMasterKeyReader(client));
         await migrate(client, mode);
       } finally {
-        client.release();
+        await client.end().catch(() => {});
       }
     });
   } catch (err) {

@@ -1,4 +1,5 @@
 import pg from "pg";
+import { StoreClient, StorePool } from "./driver-errors.js";
 
 // node-postgres returns BIGINT (int8) as a string, since it may exceed 2^53. Every integer column here is a count,
 // an id of a version or a time in epoch milliseconds, all far below that, and the shared row mapping (rows.ts)
@@ -23,8 +24,23 @@ function survive(client: pg.ClientBase): void {
   client.on("error", () => {});
 }
 
-export function createPool(url: string, max: number): pg.Pool {
-  const pool = new pg.Pool({ connectionString: url, max, types, ...connection });
+// How long a statement of the pool may wait for PostgreSQL's answer. A connection that went silent in the middle of
+// a statement (a dropped route, a stalled proxy) was never given up: its calls waited for ever, the pool ran out of
+// connections and SIGTERM never ended the server (a probe of outages, 2026-11-28). node-postgres fails the statement
+// after `query_timeout`; the connection, whose statement may still be running, is then given up (pg-pool removes a
+// client released with an error: pool.query does so, and `transaction` below). PostgreSQL ends a session of ours
+// left idle in a transaction as long, so a server cut off from it does not hold its locks (the advisory locks of
+// names and capacities, rows FOR UPDATE) against every other server until TCP notices, hours later.
+export function createPool(url: string, max: number, queryTimeoutMs: number): pg.Pool {
+  const pool = new StorePool({
+    connectionString: url,
+    max,
+    types,
+    ...connection,
+    Client: StoreClient,
+    query_timeout: queryTimeoutMs,
+    idle_in_transaction_session_timeout: queryTimeoutMs,
+  });
   pool.on("connect", survive);
   return pool;
 }
@@ -43,7 +59,7 @@ export function noRowHas(key: string): boolean {
   return key.includes("\u0000");
 }
 
-export type Queryable = pg.Pool | pg.PoolClient;
+export type Queryable = pg.Pool | pg.ClientBase;
 
 export async function rows<T>(db: Queryable, text: string, values: unknown[] = []): Promise<T[]> {
   return (await db.query(text, values)).rows as T[];
@@ -60,20 +76,29 @@ export function insert(table: string, row: object, suffix = ""): { text: string;
   return { text: `INSERT INTO ${table} (${columns.join(", ")}) VALUES (${placeholders.join(", ")}) ${suffix}`, values: Object.values(row) };
 }
 
+// How long the ROLLBACK of a failed transaction may take before its connection is given up instead: after a statement
+// timed out, the connection is still busy with it, and the ROLLBACK would wait behind it for another full timeout.
+// (node-postgres reads `query_timeout` of a statement's own config too; its types do not say so.)
+const ROLLBACK: pg.QueryConfig & { query_timeout: number } = { text: "ROLLBACK", query_timeout: 1000 };
+
 // Runs `work` in one READ COMMITTED transaction on one connection of the pool: committed when it returns, rolled
-// back when it throws (the error is thrown on).
+// back when it throws (the error is thrown on). A connection the ROLLBACK fails on is given up, not returned to the
+// pool: it is broken, silent or still busy with a statement that timed out.
 export async function transaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
+  let broken: Error | undefined;
   try {
     await client.query("BEGIN");
     const result = await work(client);
     await client.query("COMMIT");
     return result;
   } catch (err) {
-    await client.query("ROLLBACK").catch(() => {});
+    await client.query(ROLLBACK).catch((rollbackFailed: Error) => {
+      broken = rollbackFailed;
+    });
     throw err;
   } finally {
-    client.release();
+    client.release(broken);
   }
 }
 
