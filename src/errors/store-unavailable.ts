@@ -24,7 +24,8 @@ const NET_CODES = ["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "EHOSTUNR
 // which wrap them in this.
 export class StoreConnectionError extends Error {
   constructor(cause: Error) {
-    super(`the connection to PostgreSQL failed: ${cause.message}`, { cause });
+    // The log line's message adds the cause's.
+    super("the connection to PostgreSQL failed", { cause });
     this.name = "StoreConnectionError";
   }
 }

@@ -202,7 +202,10 @@ describe.runIf(await postgresAvailable())("a server whose connections to Postgre
     void create().catch(() => {});
     await new Promise((resolve) => setTimeout(resolve, 200));
     const stopping = performance.now();
-    expect(await server.kill("SIGTERM")).toBe(0);
+    const code = await server.kill("SIGTERM");
+    // Its last writes (its task worker's retirement, the audit trail's last batch) may meet the silence too: it then
+    // says its shutdown failed, with the cause, and exits 1.
+    expect(code === 0 || (code === 1 && server.logs().includes('"msg":"shutdown failed"')), server.logs().slice(-3000)).toBe(true);
     expect(performance.now() - stopping).toBeLessThan(10_000);
   });
 });

@@ -28,9 +28,10 @@ describe("isStoreUnavailable", () => {
 
   it("takes node-postgres's own errors about its connection, which carry no code, as they come out of its calls", () => {
     for (const text of ["Connection terminated unexpectedly", "Query read timeout", "timeout exceeded when trying to connect"]) {
-      const wrapped = fromDriver(new Error(text));
+      const lost = new Error(text);
+      const wrapped = fromDriver(lost);
       expect(isStoreUnavailable(wrapped), text).toBe(true);
-      expect((wrapped as Error).message).toBe(`the connection to PostgreSQL failed: ${text}`);
+      expect(wrapped).toMatchObject({ message: "the connection to PostgreSQL failed", cause: lost });
     }
     // The server's answers, socket errors and programming errors keep their class, and so their meaning.
     const fromServer = new pg.DatabaseError("duplicate key value", 0, "error");
