@@ -525,7 +525,7 @@ async function assemble(config: Config, logger: Logger, options: BuildOptions, c
       for (const socket of sockets) socket.destroy();
       await closed;
       unsentOutput.stop();
-      accessWatcher.stop();
+      await accessWatcher.stop();
       // Calls answered during the drain wait for their records; whatever is left is stored now.
       await audit.flush();
       await sweeper.stop();

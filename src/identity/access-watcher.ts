@@ -1,4 +1,7 @@
 import type { Logger } from "pino";
+import { isStoreUnavailable } from "../errors/store-unavailable.js";
+import { LogBudget } from "../shared/log-budget.js";
+import { PeriodicRun } from "../shared/periodic-run.js";
 import type { Clock } from "../shared/clock.js";
 import type { IdentityStore } from "../storage/identity-store.js";
 import type { AccessPolicy } from "./access-policy.js";
@@ -14,8 +17,12 @@ const FORGET_EXPIRED_EVERY = 60;
 // minute it also forgets tokens that have expired.
 export class AccessWatcher {
   private generation: number | null = null;
-  private timer: NodeJS.Timeout | null = null;
   private ticks = 0;
+  // Runs never overlap: with the store silent, a read waits for its timeout (DATABASE_QUERY_TIMEOUT_SECONDS), and one
+  // a second piled up until they held every connection of the pool (a probe of outages, 2026-11-28).
+  private readonly periodic = new PeriodicRun(CHECK_EVERY_MS, () => this.tick());
+  // A store that is down fails every check: one line a minute says so, where there was one a second.
+  private readonly storeNotices = new LogBudget(1);
 
   constructor(
     private readonly store: IdentityStore,
@@ -39,19 +46,21 @@ export class AccessWatcher {
   }
 
   start(): void {
-    this.timer = setInterval(() => {
-      void this.tick().catch((err: unknown) => this.logger.error({ err }, "could not read access changes from the store"));
-    }, CHECK_EVERY_MS);
-    this.timer.unref();
+    this.periodic.start();
   }
 
   private async tick(): Promise<void> {
-    await this.check();
-    if (++this.ticks % FORGET_EXPIRED_EVERY === 0) await this.store.deleteExpiredAccessTokens(this.clock.now());
+    try {
+      await this.check();
+      if (++this.ticks % FORGET_EXPIRED_EVERY === 0) await this.store.deleteExpiredAccessTokens(this.clock.now());
+    } catch (err) {
+      if (!isStoreUnavailable(err)) this.logger.error({ err }, "could not read access changes from the store");
+      else if (this.storeNotices.take()) this.logger.warn({ err }, "could not read access changes from the store (at most one such line a minute)");
+    }
   }
 
-  stop(): void {
-    if (this.timer !== null) clearInterval(this.timer);
-    this.timer = null;
+  // Stops the checks, and waits for one in progress.
+  stop(): Promise<void> {
+    return this.periodic.stop();
   }
 }
