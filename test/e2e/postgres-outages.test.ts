@@ -15,6 +15,22 @@ import { tempDir } from "../support/temp-dir.js";
 // while a transaction was using it made its client emit "error" with no listener, and the process ended, so a
 // database restart took every busy server down.
 
+// 16 callers, each calling again as soon as it is answered, until stopped; `stop` gives every answer.
+function steadyLoad<T>(call: () => Promise<T>): { stop: () => Promise<T[]> } {
+  let stopped = false;
+  const callers = Array.from({ length: 16 }, async () => {
+    const answers: T[] = [];
+    while (!stopped) answers.push(await call());
+    return answers;
+  });
+  return {
+    async stop() {
+      stopped = true;
+      return (await Promise.all(callers)).flat();
+    },
+  };
+}
+
 describe.runIf(await postgresAvailable())("a server on PostgreSQL whose connections are terminated", () => {
   const dir = tempDir();
   let database: TestDatabase;
@@ -44,12 +60,7 @@ describe.runIf(await postgresAvailable())("a server on PostgreSQL whose connecti
     );
 
   it("survives it in the middle of its transactions, and serves again once it reconnects", async () => {
-    let stop = false;
-    const load = Array.from({ length: 16 }, async () => {
-      const statuses: number[] = [];
-      while (!stop) statuses.push(await create());
-      return statuses;
-    });
+    const load = steadyLoad(create);
     await new Promise((resolve) => setTimeout(resolve, 500));
     const admin = new pg.Client({ connectionString: database.url });
     await admin.connect();
@@ -61,8 +72,7 @@ describe.runIf(await postgresAvailable())("a server on PostgreSQL whose connecti
     } finally {
       await admin.end();
     }
-    stop = true;
-    const statuses = (await Promise.all(load)).flat();
+    const statuses = await load.stop();
     expect(server.running(), server.logs()).toBe(true);
     // Calls caught by the termination failed; none was answered by a process that was gone (status 0), and none
     // INTERNAL (500): node-postgres's own errors about the lost connection ("Connection terminated unexpectedly",
@@ -73,40 +83,44 @@ describe.runIf(await postgresAvailable())("a server on PostgreSQL whose connecti
   });
 });
 
+// A server on a database of its own, reached through a proxy (tcp-proxy.ts) that the tests make fail, for the tests of
+// one describe block. The three are read once beforeAll has made them.
+function serverBehindProxy(env: Record<string, string>): { server: SpawnedServer; proxy: TcpProxy; database: TestDatabase } {
+  const dir = tempDir();
+  const made = {} as { server: SpawnedServer; proxy: TcpProxy; database: TestDatabase };
+  beforeAll(async () => {
+    made.database = await createDatabase();
+    made.proxy = await startTcpProxy(made.database.url, 5432);
+    made.server = await spawnServer({ dataDir: dir.path, env: { DATABASE_URL: made.proxy.url, ...env } });
+  });
+  afterAll(async () => {
+    await made.server?.kill("SIGKILL");
+    await made.proxy?.close();
+    await made.database?.drop();
+    dir.remove();
+  });
+  return made;
+}
+
 // A probe (2026-11-28): with the database unreachable, /readyz stayed 200 while no call could succeed, so a balancer
 // kept sending calls to the server. It answers 503 "store unreachable" once the change feed has not heard the
 // database for 5 s, and 200 again once it does.
 describe.runIf(await postgresAvailable())("readiness of a server whose database is unreachable", () => {
-  const dir = tempDir();
-  let database: TestDatabase;
-  let proxy: TcpProxy;
-  let server: SpawnedServer;
-
-  beforeAll(async () => {
-    database = await createDatabase();
-    proxy = await startTcpProxy(database.url, 5432);
-    server = await spawnServer({ dataDir: dir.path, env: { DATABASE_URL: proxy.url, MASTER_KEY: Buffer.alloc(32, 6).toString("base64") } });
-  });
-  afterAll(async () => {
-    await server?.kill("SIGKILL");
-    await proxy?.close();
-    await database?.drop();
-    dir.remove();
-  });
+  const world = serverBehindProxy({ MASTER_KEY: Buffer.alloc(32, 6).toString("base64") });
 
   const ready = async (): Promise<string> => {
-    const res = await fetch(`${server.url}/readyz`);
+    const res = await fetch(`${world.server.url}/readyz`);
     return `${res.status} ${((await res.json()) as { status: string }).status}`;
   };
 
   it("says not ready while the database is unheard for 5 s, and ready again once it is back", { timeout: 60_000 }, async () => {
     expect(await ready()).toBe("200 ok");
-    proxy.blackhole();
+    world.proxy.blackhole();
     const lost = performance.now();
     await expect.poll(ready, { timeout: 20_000, interval: 250 }).toBe("503 store unreachable");
     expect(performance.now() - lost).toBeGreaterThanOrEqual(5000);
-    expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
-    proxy.restore();
+    expect((await fetch(`${world.server.url}/healthz`)).status).toBe(200);
+    world.proxy.restore();
     await expect.poll(ready, { timeout: 20_000, interval: 250 }).toBe("200 ok");
   });
 });
@@ -116,24 +130,10 @@ describe.runIf(await postgresAvailable())("readiness of a server whose database 
 // and SIGTERM never ended it. A statement now waits DATABASE_QUERY_TIMEOUT_SECONDS at most; its connection is then
 // given up and its call answered UNAVAILABLE.
 describe.runIf(await postgresAvailable())("a server whose connections to PostgreSQL go silent in the middle of statements", () => {
-  const dir = tempDir();
-  let database: TestDatabase;
-  let proxy: TcpProxy;
-  let server: SpawnedServer;
-
-  beforeAll(async () => {
-    database = await createDatabase();
-    proxy = await startTcpProxy(database.url, 5432);
-    server = await spawnServer({
-      dataDir: dir.path,
-      env: { DATABASE_URL: proxy.url, MASTER_KEY: Buffer.alloc(32, 7).toString("base64"), DATABASE_QUERY_TIMEOUT_SECONDS: "2", SHUTDOWN_TIMEOUT_SECONDS: "5" },
-    });
-  });
-  afterAll(async () => {
-    await server?.kill("SIGKILL");
-    await proxy?.close();
-    await database?.drop();
-    dir.remove();
+  const world = serverBehindProxy({
+    MASTER_KEY: Buffer.alloc(32, 7).toString("base64"),
+    DATABASE_QUERY_TIMEOUT_SECONDS: "2",
+    SHUTDOWN_TIMEOUT_SECONDS: "5",
   });
 
   interface Answer {
@@ -143,9 +143,9 @@ describe.runIf(await postgresAvailable())("a server whose connections to Postgre
   }
   const create = async (): Promise<Answer> => {
     const started = performance.now();
-    const res = await fetch(`${server.url}/v1/keys`, {
+    const res = await fetch(`${world.server.url}/v1/keys`, {
       method: "POST",
-      headers: { authorization: `Bearer ${server.token}`, "content-type": "application/json" },
+      headers: { authorization: `Bearer ${world.server.token}`, "content-type": "application/json" },
       body: JSON.stringify({ parentId: "silent" }),
     });
     const body = (await res.json()) as { details?: { typeUrl: string; value: string }[] };
@@ -156,21 +156,15 @@ describe.runIf(await postgresAvailable())("a server whose connections to Postgre
 
   it("answers the calls caught UNAVAILABLE within the timeout, serves again on new connections, and stops on SIGTERM", { timeout: 60_000 }, async () => {
     expect((await create()).status).toBe(200);
-    let stop = false;
-    const load = Array.from({ length: 16 }, async () => {
-      const answers: Answer[] = [];
-      while (!stop) answers.push(await create());
-      return answers;
-    });
+    const load = steadyLoad(create);
     await new Promise((resolve) => setTimeout(resolve, 500));
-    proxy.silence();
+    world.proxy.silence();
     const silenced = performance.now();
     // Connections opened from now on go through: once the silent ones are given up, calls succeed again.
     await expect.poll(async () => (await create()).status, { timeout: 20_000, interval: 100 }).toBe(200);
     const recovered = performance.now() - silenced;
-    stop = true;
-    const answers = (await Promise.all(load)).flat();
-    expect(server.running(), server.logs()).toBe(true);
+    const answers = await load.stop();
+    expect(world.server.running(), world.server.logs()).toBe(true);
     const failed = answers.filter((a) => a.status !== 200);
     // Some calls were in the middle of a statement when the connections went silent.
     expect(failed.length).toBeGreaterThan(0);
@@ -182,7 +176,7 @@ describe.runIf(await postgresAvailable())("a server whose connections to Postgre
     expect(Math.max(...answers.map((a) => a.ms))).toBeLessThan(8_000);
     expect(recovered).toBeLessThan(10_000);
     // The connections given up went silent mid-transaction: PostgreSQL has ended them too, and no lock is held.
-    const admin = new pg.Client({ connectionString: database.url });
+    const admin = new pg.Client({ connectionString: world.database.url });
     await admin.connect();
     try {
       const stuck = async (): Promise<number> =>
@@ -198,14 +192,14 @@ describe.runIf(await postgresAvailable())("a server whose connections to Postgre
       await admin.end();
     }
     // The server still ends when told to, with no connection held by a statement that never ends.
-    proxy.silence();
+    world.proxy.silence();
     void create().catch(() => {});
     await new Promise((resolve) => setTimeout(resolve, 200));
     const stopping = performance.now();
-    const code = await server.kill("SIGTERM");
+    const code = await world.server.kill("SIGTERM");
     // Its last writes (its task worker's retirement, the audit trail's last batch) may meet the silence too: it then
     // says its shutdown failed, with the cause, and exits 1.
-    expect(code === 0 || (code === 1 && server.logs().includes('"msg":"shutdown failed"')), server.logs().slice(-3000)).toBe(true);
+    expect(code === 0 || (code === 1 && world.server.logs().includes('"msg":"shutdown failed"')), world.server.logs().slice(-3000)).toBe(true);
     expect(performance.now() - stopping).toBeLessThan(10_000);
   });
 });
