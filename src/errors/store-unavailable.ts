@@ -12,9 +12,12 @@ import type { ErrorDomain } from "./reasons.js";
 const SQLITE_CODES = ["SQLITE_FULL", "SQLITE_IOERR", "SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_CANTOPEN", "SQLITE_READONLY", "SQLITE_NOMEM"];
 // PostgreSQL's SQLSTATE classes and codes: connection exceptions (08), insufficient resources (53: disk full, out of
 // memory, too many connections), operator intervention (57P01-57P03: a terminated backend, a shutdown, not accepting
-// connections yet), and the serialization failure and deadlock a retry resolves (40001, 40P01).
+// connections yet; 57014: a statement cancelled, by the server's statement_timeout, DATABASE_QUERY_TIMEOUT_SECONDS,
+// or by an operator), a lock not had within lock_timeout (55P03), a session ended idle in its transaction (25P03),
+// and the serialization failure and deadlock a retry resolves (40001, 40P01). The cancels and timeouts were INTERNAL
+// (a probe, 2026-11-28).
 const PG_CLASSES = ["08", "53"];
-const PG_CODES = ["57P01", "57P02", "57P03", "40001", "40P01"];
+const PG_CODES = ["57P01", "57P02", "57P03", "57014", "55P03", "25P03", "40001", "40P01"];
 // Node's codes for a connection that could not be made or was lost.
 const NET_CODES = ["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "EHOSTUNREACH", "ENETUNREACH", "ENOTFOUND", "EAI_AGAIN"];
 

@@ -10,6 +10,7 @@ import type { SpawnedServer } from "../support/server.js";
 import { startTcpProxy } from "../support/tcp-proxy.js";
 import type { TcpProxy } from "../support/tcp-proxy.js";
 import { tempDir } from "../support/temp-dir.js";
+import { CLUSTER, FLAVOR, VDC, rest, writeTestCatalog } from "./compute-helpers.js";
 
 // PostgreSQL going away under a server (docs/storage.md, "Outages"). A probe (2026-11-28): a connection that broke
 // while a transaction was using it made its client emit "error" with no listener, and the process ended, so a
@@ -201,5 +202,104 @@ describe.runIf(await postgresAvailable())("a server whose connections to Postgre
     // says its shutdown failed, with the cause, and exits 1.
     expect(code === 0 || (code === 1 && world.server.logs().includes('"msg":"shutdown failed"')), world.server.logs().slice(-3000)).toBe(true);
     expect(performance.now() - stopping).toBeLessThan(10_000);
+  });
+});
+
+// A probe (2026-11-28), of the statement timeout above kept on the client's side only: a statement waiting for a lock
+// that was given up left its backend waiting in PostgreSQL, and every timeout added a pool's worth of backends, until
+// PostgreSQL refused every client ("too many clients already"). The timeout is PostgreSQL's own statement_timeout
+// now: the statement is cancelled there, its call answered UNAVAILABLE, and the connection stays in the pool.
+describe.runIf(await postgresAvailable())("a server on PostgreSQL whose statements wait for a lock held past their timeout", () => {
+  const catalogDir = tempDir();
+  const world = serverBehindProxy({
+    MASTER_KEY: Buffer.alloc(32, 8).toString("base64"),
+    DATABASE_QUERY_TIMEOUT_SECONDS: "1",
+    DATABASE_POOL_SIZE: "4",
+    CATALOG_FILE: writeTestCatalog(catalogDir.path),
+    PROVIDER_DELAY_MS: "0",
+  });
+  afterAll(() => catalogDir.remove());
+
+  // Holds `table` locked for `ms` from a connection of the test's, while `during` runs with another (a transaction
+  // reads pg_stat_activity once, at its first look).
+  async function whileLocked<T>(table: string, ms: number, during: (observer: pg.Client) => Promise<T>): Promise<T> {
+    const holder = new pg.Client({ connectionString: world.database.url });
+    const observer = new pg.Client({ connectionString: world.database.url });
+    await Promise.all([holder.connect(), observer.connect()]);
+    try {
+      await holder.query(`BEGIN; LOCK TABLE ${table} IN ACCESS EXCLUSIVE MODE`);
+      const [result] = await Promise.all([during(observer), new Promise((resolve) => setTimeout(resolve, ms))]);
+      await holder.query("COMMIT");
+      return result;
+    } finally {
+      await Promise.all([holder.end(), observer.end()]);
+    }
+  }
+
+  // A create (a transaction) or a list (a statement on its own) of keys, by turns.
+  let turn = 0;
+  const keyCall = async (): Promise<string> => {
+    const list = turn++ % 2 === 1;
+    const res = await fetch(`${world.server.url}/v1/keys${list ? "?parentId=locked" : ""}`, {
+      method: list ? "GET" : "POST",
+      headers: { authorization: `Bearer ${world.server.token}`, "content-type": "application/json" },
+      body: list ? undefined : JSON.stringify({ parentId: "locked" }),
+    });
+    const body = (await res.json()) as { details?: { typeUrl: string; value: string }[] };
+    const info = body.details?.find((d) => d.typeUrl === "type.googleapis.com/google.rpc.ErrorInfo");
+    return `${res.status} ${info === undefined ? "" : fromBinary(ErrorInfoSchema, base64Decode(info.value)).reason}`.trim();
+  };
+
+  it("answers the calls caught 503 STORE_UNAVAILABLE, keeps to its pool's connections, and serves once the lock goes", { timeout: 60_000 }, async () => {
+    expect(await keyCall()).toBe("200");
+    const load = steadyLoad(keyCall);
+    // The server's backends, and the longest any of them has waited for the lock, sampled while it is held for four
+    // statement timeouts.
+    const samples = await whileLocked("kms_keys", 4_000, async (observer) => {
+      const seen: { backends: number; waitedMs: number }[] = [];
+      const until = performance.now() + 3_800;
+      while (performance.now() < until) {
+        const { rows } = await observer.query(
+          `SELECT count(*) AS backends,
+                  COALESCE(max(EXTRACT(EPOCH FROM clock_timestamp() - query_start) * 1000) FILTER (WHERE state = 'active'), 0) AS waited
+             FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND query NOT LIKE '%LOCK TABLE%'`,
+        );
+        seen.push({ backends: Number(rows[0].backends), waitedMs: Number(rows[0].waited) });
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      return seen;
+    });
+    await expect.poll(keyCall, { timeout: 10_000, interval: 100 }).toBe("200");
+    const answers = await load.stop();
+    // PostgreSQL cancelled each statement at its timeout (1 s): none waited for the lock much longer. They waited for
+    // as long as it was held, given up by the server or not.
+    expect(Math.max(...samples.map((x) => x.waitedMs))).toBeLessThan(1_800);
+    // At most the pool's 4 and the change feed's own connection (it was 4 more a second).
+    expect(Math.max(...samples.map((x) => x.backends))).toBeLessThanOrEqual(5);
+    expect(new Set(answers.filter((a) => a !== "200"))).toEqual(new Set(["503 STORE_UNAVAILABLE"]));
+    expect(world.server.logs()).not.toContain('"level":50');
+  });
+
+  it("runs a node pool task caught by the lock again once it goes, instead of failing it for good", { timeout: 60_000 }, async () => {
+    const tasks = await whileLocked("compute_simulated_nodes", 3_000, async () => {
+      const ids: string[] = [];
+      for (const name of ["locked-a", "locked-b"]) {
+        const created = await rest(world.server.url, "POST", `/cluster/v1/${VDC}/node-pools`, {
+          serviceInstanceId: VDC,
+          clusterId: CLUSTER,
+          nodeConfig: { computeFlavor: FLAVOR },
+          nodePoolName: name,
+          scalePolicy: { fixedScale: { count: 1 } },
+        });
+        expect(created.status).toBe(200);
+        ids.push(String((created.json.task as { id: string }).id));
+      }
+      return ids;
+    });
+    for (const id of tasks) {
+      const done = await rest(world.server.url, "POST", `/cluster/v1/${VDC}/tasks/${id}:wait`, { timeout: "30s" });
+      expect((done.json.task as { status: string }).status).toBe("SUCCEEDED");
+    }
+    expect(world.server.logs()).toContain("task run failed; this server runs it again");
   });
 });

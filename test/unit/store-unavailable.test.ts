@@ -19,6 +19,9 @@ describe("isStoreUnavailable", () => {
       pgError("57P01"),
       pgError("08006"),
       pgError("53100"),
+      pgError("57014"),
+      pgError("55P03"),
+      pgError("25P03"),
       netError("ECONNREFUSED"),
       netError("ECONNRESET"),
     ]) {

@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import { DomainError } from "../../errors/domain-error.js";
+import { isStoreUnavailable } from "../../errors/store-unavailable.js";
 import type { Clock } from "../../shared/clock.js";
 import type { ComputeStore, TaskFinish } from "../../storage/compute-store.js";
 import { ClaimLostError } from "../../storage/node-ledger.js";
@@ -34,6 +35,10 @@ export class NodePoolTaskRunner {
         this.logger.warn({ taskId: task.id, nodePoolId: task.nodePoolId, workerId }, "another worker took over this node pool task (this one was silent past its lease); stopped running it here");
         return null;
       }
+      // The store refusing for now (PostgreSQL cancelled a statement that waited past DATABASE_QUERY_TIMEOUT_SECONDS,
+      // a lost connection) is not the task's failure: the run fails, and the worker runs it again later. Every task
+      // caught by a 15 s lock of the database ended FAILED, INTERNAL, for good (a probe, 2026-11-28).
+      if (isStoreUnavailable(err)) throw err;
       if (err instanceof DomainError) {
         failure = { kind: "domain", error: err.detail };
       } else {

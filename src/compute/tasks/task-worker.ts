@@ -1,5 +1,6 @@
 import { setMaxListeners } from "node:events";
 import type { Logger } from "pino";
+import { isStoreUnavailable } from "../../errors/store-unavailable.js";
 import type { Clock } from "../../shared/clock.js";
 import type { QueuedTask, TaskQueue } from "../../storage/task-queue.js";
 
@@ -120,7 +121,9 @@ export class TaskWorker<T extends QueuedTask> {
   private run(task: T, retryMs: number): void {
     const run: Promise<void> = this.execute(task, this.settings.workerId, this.abort.signal)
       .catch((err: unknown) => {
-        this.logger.error({ err, taskId: task.id, retryInSeconds: retryMs / 1000 }, "task run failed; this server runs it again");
+        // The store being out for now is the operator's to see, not a fault of the server's: warn.
+        const level = isStoreUnavailable(err) ? "warn" : "error";
+        this.logger[level]({ err, taskId: task.id, retryInSeconds: retryMs / 1000 }, "task run failed; this server runs it again");
         this.retries.push({ task, due: this.clock.now() + retryMs, delayMs: retryMs });
       })
       .finally(() => {

@@ -6,7 +6,7 @@ import type { KeyMutation, KeyPage, KmsStore, MasterKeyCheckRecord, MasterKeySto
 import { ANY_WRAPPED_MATERIAL_SQL, MASTER_KEY_CHECK_SQL, keyFromRow, keyParams, masterKeyCheckFromRow, masterKeyCheckParams, tallyFromRow, versionFromRow, versionParams, wrappedFromRow } from "../rows.js";
 import type { KeyRow, MasterKeyRow, TallyRow, VersionRow, WrappedRow } from "../rows.js";
 import { PageCheckpoints } from "../page-checkpoints.js";
-import { announce, changeOf, first, insert, lockKinds, lockName, noRowHas, rows, transaction } from "./sql.js";
+import { announce, changeOf, first, insert, lockKinds, lockName, noRowHas, rows, runLong, transaction } from "./sql.js";
 
 const REWRAP_PAGE = 500;
 
@@ -47,8 +47,8 @@ const UPSERT_VERSION_SUFFIX = `ON CONFLICT (key_id, id) DO UPDATE SET state = ex
 const GET_KEY = `SELECT k.*, ${PREFIXED_VERSION_COLUMNS} FROM kms_keys k LEFT JOIN kms_versions v ON v.key_id = k.id WHERE k.id = $1 ORDER BY v.id`;
 
 // VACUUM reads the whole table, which may take longer than the pool's statement timeout (sql.ts, createPool) on a
-// large one. (node-postgres reads `query_timeout` of a statement's own config too; its types do not say so.)
-const VACUUM: pg.QueryConfig & { query_timeout: number } = { text: "VACUUM kms_versions", query_timeout: 10 * 60_000 };
+// large one: it has ten minutes.
+const VACUUM_TIMEOUT_MS = 10 * 60_000;
 
 export class PostgresKmsStore implements KmsStore, MasterKeyStore {
   // Transactions on a pool of connections return in any order, and other servers write too.
@@ -288,7 +288,7 @@ export class PostgresKmsStore implements KmsStore, MasterKeyStore {
   // VACUUM removes it now. What PostgreSQL keeps beyond its tables (its write-ahead log, free space within pages,
   // backups) is the operator's to bound (docs/storage.md, "Erased material").
   async scrubErased(): Promise<boolean> {
-    await this.pool.query(VACUUM);
+    await runLong(this.pool, "VACUUM kms_versions", VACUUM_TIMEOUT_MS);
     return true;
   }
 

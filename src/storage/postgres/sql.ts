@@ -24,25 +24,55 @@ function survive(client: pg.ClientBase): void {
   client.on("error", () => {});
 }
 
-// How long a statement of the pool may wait for PostgreSQL's answer. A connection that went silent in the middle of
-// a statement (a dropped route, a stalled proxy) was never given up: its calls waited for ever, the pool ran out of
-// connections and SIGTERM never ended the server (a probe of outages, 2026-11-28). node-postgres fails the statement
-// after `query_timeout`; the connection, whose statement may still be running, is then given up (pg-pool removes a
-// client released with an error: pool.query does so, and `transaction` below). PostgreSQL ends a session of ours
-// left idle in a transaction as long, so a server cut off from it does not hold its locks (the advisory locks of
-// names and capacities, rows FOR UPDATE) against every other server until TCP notices, hours later.
-export function createPool(url: string, max: number, queryTimeoutMs: number): pg.Pool {
+// How long a statement of the pool may run: PostgreSQL's own statement_timeout, DATABASE_QUERY_TIMEOUT_SECONDS. The
+// server cancels a statement that runs or waits for a lock longer (SQLSTATE 57014, answered STORE_UNAVAILABLE) and
+// the connection stays in the pool, usable. A timeout kept only on this side gave up on the connection while its
+// backend went on waiting for the lock: every period added a pool's worth of backends, until PostgreSQL refused
+// every client, "too many clients already" (a probe, 2026-11-28).
+//
+// A connection whose answer does not come even then has gone silent (a dropped route, a stalled proxy): those were
+// kept for ever, their calls waiting, the pool dry and SIGTERM unheeded (a probe of outages, 2026-11-28). node-postgres
+// fails the statement `SILENT_AFTER_MS` later (`query_timeout`) and the connection is given up (pg-pool drops a client
+// released with an error: pool.query does so, and `transaction` below).
+//
+// PostgreSQL ends a session of ours left idle in a transaction for half the statement timeout (at least a second),
+// so that a server cut off from it does not hold its locks (the advisory locks of names and capacities, rows FOR
+// UPDATE) against every other server until TCP notices, hours later, and well within the time the others' own
+// statements may wait for them. The server's transactions idle only while their JavaScript runs between statements.
+const SILENT_AFTER_MS = 2000;
+
+export function createPool(url: string, max: number, statementTimeoutMs: number): pg.Pool {
   const pool = new StorePool({
     connectionString: url,
     max,
     types,
     ...connection,
     Client: StoreClient,
-    query_timeout: queryTimeoutMs,
-    idle_in_transaction_session_timeout: queryTimeoutMs,
+    statement_timeout: statementTimeoutMs,
+    query_timeout: statementTimeoutMs + SILENT_AFTER_MS,
+    idle_in_transaction_session_timeout: Math.max(1000, Math.floor(statementTimeoutMs / 2)),
   });
   pool.on("connect", survive);
   return pool;
+}
+
+// A statement that may run longer than the pool's (VACUUM), on a connection of the pool whose statement timeout is
+// `timeoutMs` meanwhile. A connection that fails in between is given up, not returned with the longer timeout.
+// (node-postgres reads `query_timeout` of a statement's own config too, the wait on this side; its types do not say so.)
+export async function runLong(pool: pg.Pool, text: string, timeoutMs: number): Promise<void> {
+  const client = await pool.connect();
+  let broken: Error | undefined;
+  try {
+    await client.query(`SET statement_timeout = ${Math.floor(timeoutMs)}`);
+    const statement: pg.QueryConfig & { query_timeout: number } = { text, query_timeout: timeoutMs + SILENT_AFTER_MS };
+    await client.query(statement);
+    await client.query("RESET statement_timeout");
+  } catch (err) {
+    broken = err as Error;
+    throw err;
+  } finally {
+    client.release(broken);
+  }
 }
 
 export function createClient(url: string): pg.Client {
@@ -76,8 +106,9 @@ export function insert(table: string, row: object, suffix = ""): { text: string;
   return { text: `INSERT INTO ${table} (${columns.join(", ")}) VALUES (${placeholders.join(", ")}) ${suffix}`, values: Object.values(row) };
 }
 
-// How long the ROLLBACK of a failed transaction may take before its connection is given up instead: after a statement
-// timed out, the connection is still busy with it, and the ROLLBACK would wait behind it for another full timeout.
+// How long the ROLLBACK of a failed transaction may take before its connection is given up instead: after the wait
+// for a statement's answer ran out (a silent connection), the connection is still busy with that statement, and the
+// ROLLBACK would wait behind it for another full wait.
 // (node-postgres reads `query_timeout` of a statement's own config too; its types do not say so.)
 const ROLLBACK: pg.QueryConfig & { query_timeout: number } = { text: "ROLLBACK", query_timeout: 1000 };
 
