@@ -1,3 +1,4 @@
+import type pg from "pg";
 import type { Logger } from "pino";
 import type { BeforeMigrations, Storage } from "../storage.js";
 import { MasterKeyMismatchError } from "../../kms/master-key-check.js";
@@ -25,6 +26,44 @@ export interface PostgresSettings {
 // check, bootstrapping the admin account). Any constant works; this one spells "cloudpln".
 const STARTUP_LOCK = 0x636c6f7564706c6en;
 
+// How often a start waiting for the start-up lock says so, and who holds it.
+const LOCK_NOTICE_MS = 5000;
+
+// Takes the start-up lock, waiting for as long as another server or command holds it: a migration may take minutes.
+// Not silently: a server that took it and was then cut off from the database holds it until PostgreSQL notices
+// (TCP's keepalive, hours by default), and every other server's start and every cloudplane-admin command waited
+// with no word meanwhile (a probe, 2026-11-28). Every LOCK_NOTICE_MS the wait is logged with the holder's session,
+// which the operator can end with pg_terminate_backend once they know that server is gone.
+async function waitForStartupLock(client: pg.Client, pool: pg.Pool, logger: Logger): Promise<void> {
+  const started = performance.now();
+  const notice = setInterval(() => {
+    pool
+      .query<{ pid: number; client_addr: string | null; application_name: string; state: string | null; since: string | null }>(
+        `SELECT a.pid, a.client_addr::text AS client_addr, a.application_name, a.state, a.state_change::text AS since
+           FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+          WHERE l.locktype = 'advisory' AND l.granted AND l.classid = $1 AND l.objid = $2 AND l.objsubid = 1`,
+        [Number(STARTUP_LOCK >> 32n), Number(STARTUP_LOCK & 0xffffffffn)],
+      )
+      .then(
+        ({ rows }) => {
+          const holder = rows[0];
+          logger.warn(
+            { waitedSeconds: Math.round((performance.now() - started) / 1000), holder },
+            holder === undefined
+              ? "waiting for the start-up lock of the database"
+              : `waiting for the start-up lock of the database, held by session ${holder.pid} (${holder.client_addr ?? "local"}, ${holder.state ?? "?"} since ${holder.since ?? "?"}): if the server or command holding it is gone, end that session with SELECT pg_terminate_backend(${holder.pid})`,
+          );
+        },
+        (err: unknown) => logger.warn({ err }, "waiting for the start-up lock of the database (its holder could not be read)"),
+      );
+  }, LOCK_NOTICE_MS);
+  try {
+    await client.query("SELECT pg_advisory_lock($1)", [STARTUP_LOCK]);
+  } finally {
+    clearInterval(notice);
+  }
+}
+
 // The shared store of several servers: one connection pool for every store, a connection of its own for the
 // start-up lock, and one for the change feed.
 export async function openPostgresStorage(
@@ -43,7 +82,7 @@ export async function openPostgresStorage(
     const client = createClient(settings.url);
     await client.connect();
     try {
-      await client.query("SELECT pg_advisory_lock($1)", [STARTUP_LOCK]);
+      await waitForStartupLock(client, pool, logger);
       return await steps();
     } finally {
       // Ending the session releases the lock, also when the unlock is never sent.
