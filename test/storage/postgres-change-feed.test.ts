@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "../../src/logger.js";
 import { ChangeFeed, defaultFeedTiming } from "../../src/storage/postgres/change-feed.js";
-import { createPool } from "../../src/storage/postgres/sql.js";
 import { logLines } from "../support/log-lines.js";
 import { createDatabase, postgresAvailable } from "../support/postgres.js";
 import type { TestDatabase } from "../support/postgres.js";
@@ -25,12 +24,10 @@ describe.runIf(await postgresAvailable())("the change feed", () => {
   });
 
   it("replaces a listening connection gone silent, and is live again", async () => {
-    const pool = createPool(database.url, 2, 10_000);
     const lives: boolean[] = [];
     const ignore = (): void => {};
     const feed = new ChangeFeed(
       proxy.url,
-      pool,
       { keyChanged: ignore, accessChanged: ignore, taskStored: ignore, taskFinished: ignore, namespaceChanged: ignore, feedLive: (live) => lives.push(live) },
       createLogger("silent"),
       { ...defaultFeedTiming, replaceSilentAfterMs: 1000 },
@@ -42,19 +39,16 @@ describe.runIf(await postgresAvailable())("the change feed", () => {
       await expect.poll(() => lives, { timeout: 5000 }).toEqual([true, false, true]);
     } finally {
       await feed.stop();
-      await pool.end();
     }
   });
 
   // The same probe: with PostgreSQL refusing connections, the feed logged its retry, with a stack, every 0.5 s.
   it("logs at most ten failed reconnections a minute while the database refuses them", async () => {
     const own = await startTcpProxy(database.url, 5432);
-    const pool = createPool(database.url, 2, 10_000);
     const log = logLines();
     const ignore = (): void => {};
     const feed = new ChangeFeed(
       own.url,
-      pool,
       { keyChanged: ignore, accessChanged: ignore, taskStored: ignore, taskFinished: ignore, namespaceChanged: ignore, feedLive: ignore },
       log.logger,
       { ...defaultFeedTiming, reconnectMs: 20 },
@@ -67,7 +61,6 @@ describe.runIf(await postgresAvailable())("the change feed", () => {
       expect(log.lines().filter((l) => String(l.msg).startsWith("could not listen for other servers' changes")).length).toBe(10);
     } finally {
       await feed.stop();
-      await pool.end();
     }
   });
 });

@@ -55,7 +55,6 @@ export class ChangeFeed {
 
   constructor(
     private readonly url: string,
-    private readonly pool: pg.Pool,
     private readonly listener: FeedListener,
     private readonly logger: Logger,
     private readonly timing: FeedTiming = defaultFeedTiming,
@@ -126,10 +125,15 @@ export class ChangeFeed {
     this.reconnecting.unref();
   }
 
+  // Sent on the listening connection itself: PostgreSQL delivers a session's own notifications too, in commit order
+  // with everyone else's. Sent through the pool, a heartbeat waited behind the calls when they held every connection
+  // (statements waiting for a lock): the feed judged a healthy database unheard, replaced its connection, dropped the
+  // key cache and page positions, and /readyz said "store unreachable" while the database answered (a probe,
+  // 2026-11-28).
   private beat(): void {
     if (this.client === null) return;
     const sentAt = performance.now();
-    this.pool.query("SELECT pg_notify($1, $2)", [this.heartbeatChannel, String(sentAt)]).catch((err: unknown) => {
+    this.client.query("SELECT pg_notify($1, $2)", [this.heartbeatChannel, String(sentAt)]).catch((err: unknown) => {
       this.logger.debug({ err }, "could not send a heartbeat through the database");
     });
   }

@@ -123,7 +123,6 @@ export async function openPostgresStorage(
       // The KMS store keeps ListCryptoKeys' page positions only while it hears of every other server's writes.
       feed = new ChangeFeed(
         settings.url,
-        pool,
         {
           keyChanged: (keyId) => listener.keyChanged(keyId),
           accessChanged: () => listener.accessChanged(),
