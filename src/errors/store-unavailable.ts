@@ -50,6 +50,13 @@ export function isStoreUnavailable(err: unknown): boolean {
   return typeof code === "string" && typeof syscall === "string" && NET_CODES.includes(code);
 }
 
+// The level a failure of background work (the key sweep, the retentions, the task worker) is logged at: the store
+// out for now is the operator's to see, at warn; anything else is a fault of the server's, at error, which pages.
+// During a database outage those jobs logged at error, with stacks, every interval (a probe, 2026-11-28).
+export function failureLevel(err: unknown): "warn" | "error" {
+  return isStoreUnavailable(err) ? "warn" : "error";
+}
+
 export function storeUnavailable(domain: ErrorDomain): DomainError {
   return new DomainError({
     code: "unavailable",

@@ -1,4 +1,5 @@
 import type { Logger } from "pino";
+import { failureLevel } from "../errors/store-unavailable.js";
 import type { Clock } from "../shared/clock.js";
 import { Retention, pruneInPieces } from "../shared/retention.js";
 import type { AuditStore } from "../storage/identity-store.js";
@@ -24,7 +25,7 @@ export class AuditRetention extends Retention {
         const batches = await pruneAuditTrail(store, before, stopped);
         if (batches > 0) logger.info({ batches, before: new Date(before).toISOString() }, "deleted audit records older than the retention period");
       } catch (err) {
-        logger.error({ err }, "deleting old audit records failed; retrying at the next interval");
+        logger[failureLevel(err)]({ err }, "deleting old audit records failed; retrying at the next interval");
       }
     });
   }

@@ -1,4 +1,5 @@
 import type { Logger } from "pino";
+import { failureLevel } from "../errors/store-unavailable.js";
 import { PeriodicRun } from "../shared/periodic-run.js";
 import type { KeyManager } from "./key-manager.js";
 
@@ -35,7 +36,7 @@ export class Sweeper {
       if (this.scrubPending) this.scrubPending = !(await this.manager.scrubErased());
       while ((await this.manager.rotateDue()) === 100);
     } catch (err) {
-      this.logger.error({ err }, "key sweep failed; retrying at the next interval");
+      this.logger[failureLevel(err)]({ err }, "key sweep failed; retrying at the next interval");
     }
   }
 

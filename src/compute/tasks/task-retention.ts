@@ -1,4 +1,5 @@
 import type { Logger } from "pino";
+import { failureLevel } from "../../errors/store-unavailable.js";
 import type { Clock } from "../../shared/clock.js";
 import { Retention, pruneInPieces } from "../../shared/retention.js";
 import type { FinishedTaskPruning } from "../../storage/task-queue.js";
@@ -30,7 +31,7 @@ export class TaskRetention extends Retention {
           logger.info({ nodePoolTasks, vappTasks, before: new Date(before).toISOString() }, "deleted finished tasks older than the retention period");
         }
       } catch (err) {
-        logger.error({ err }, "deleting old finished tasks failed; retrying at the next interval");
+        logger[failureLevel(err)]({ err }, "deleting old finished tasks failed; retrying at the next interval");
       }
     });
   }

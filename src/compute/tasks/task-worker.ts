@@ -1,6 +1,7 @@
 import { setMaxListeners } from "node:events";
 import type { Logger } from "pino";
-import { isStoreUnavailable } from "../../errors/store-unavailable.js";
+import { failureLevel, isStoreUnavailable } from "../../errors/store-unavailable.js";
+import { LogBudget } from "../../shared/log-budget.js";
 import type { Clock } from "../../shared/clock.js";
 import type { QueuedTask, TaskQueue } from "../../storage/task-queue.js";
 
@@ -43,6 +44,7 @@ export class TaskWorker<T extends QueuedTask> {
   private lastBeat = Number.NEGATIVE_INFINITY;
   private filling: Promise<void> | null = null;
   private refill = false;
+  private readonly storeNotices = new LogBudget(10);
 
   constructor(
     private readonly store: TaskQueue<T>,
@@ -73,7 +75,11 @@ export class TaskWorker<T extends QueuedTask> {
       return;
     }
     this.filling = this.fill()
-      .catch((err: unknown) => this.logger.error({ err }, "task worker could not take tasks; trying again at the next heartbeat"))
+      .catch((err: unknown) => {
+        // Once a second while the store is out: at most ten lines a minute of that.
+        if (isStoreUnavailable(err) && !this.storeNotices.take()) return;
+        this.logger[failureLevel(err)]({ err }, "task worker could not take tasks; trying again at the next heartbeat");
+      })
       .finally(() => {
         this.filling = null;
         if (this.refill) {
@@ -121,9 +127,7 @@ export class TaskWorker<T extends QueuedTask> {
   private run(task: T, retryMs: number): void {
     const run: Promise<void> = this.execute(task, this.settings.workerId, this.abort.signal)
       .catch((err: unknown) => {
-        // The store being out for now is the operator's to see, not a fault of the server's: warn.
-        const level = isStoreUnavailable(err) ? "warn" : "error";
-        this.logger[level]({ err, taskId: task.id, retryInSeconds: retryMs / 1000 }, "task run failed; this server runs it again");
+        this.logger[failureLevel(err)]({ err, taskId: task.id, retryInSeconds: retryMs / 1000 }, "task run failed; this server runs it again");
         this.retries.push({ task, due: this.clock.now() + retryMs, delayMs: retryMs });
       })
       .finally(() => {
