@@ -1,8 +1,8 @@
 import type { Logger } from "pino";
 import { isStoreUnavailable } from "../errors/store-unavailable.js";
+import type { Clock } from "../shared/clock.js";
 import { LogBudget } from "../shared/log-budget.js";
 import { PeriodicRun } from "../shared/periodic-run.js";
-import type { Clock } from "../shared/clock.js";
 import type { IdentityStore } from "../storage/identity-store.js";
 import type { AccessPolicy } from "./access-policy.js";
 import type { Authenticator } from "./authenticator.js";

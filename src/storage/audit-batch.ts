@@ -1,8 +1,8 @@
 import type { AuditFilter, AuditRecord } from "../identity/identity-model.js";
 
 // The audit trail is stored a batch to a row: the records of one flush of the trail (src/identity/audit-trail.ts,
-// the audited calls of one turn of the event loop, MAX_BATCH at most) as one JSON array of arrays, with the earliest and
-// latest time of its records beside it for queries by time. Every KMS call appends a record, so appending is what
+// the audited calls of one turn of the event loop, MAX_BATCH at most) as one JSON array of arrays, with the earliest
+// and latest time of its records beside it for queries by time. Every KMS call appends a record, so appending is what
 // must cost little: a row with two indexes per record cost about 10 µs of CPU per record on the embedded store, 5%
 // of a 1 KiB Encrypt, and one row per batch about 4 µs (bench/README.md). Reading is the rare operator query, which
 // decodes the batches of its time range and filters their records (`selectRecords`). Both stores use this module.

@@ -1,8 +1,8 @@
 import { setMaxListeners } from "node:events";
 import type { Logger } from "pino";
 import { failureLevel, isStoreUnavailable } from "../../errors/store-unavailable.js";
-import { LogBudget } from "../../shared/log-budget.js";
 import type { Clock } from "../../shared/clock.js";
+import { LogBudget } from "../../shared/log-budget.js";
 import type { QueuedTask, TaskQueue } from "../../storage/task-queue.js";
 
 export interface TaskWorkerSettings {
