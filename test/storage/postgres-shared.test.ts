@@ -6,6 +6,7 @@ import { KeyManager } from "../../src/kms/key-manager.js";
 import { MasterKey } from "../../src/kms/master-key.js";
 import type { KeyAggregate } from "../../src/kms/model.js";
 import { createLogger } from "../../src/logger.js";
+import { FEED_APPLICATION_NAME } from "../../src/storage/postgres/change-feed.js";
 import { openPostgresStorage } from "../../src/storage/postgres/postgres-storage.js";
 import type { ChangeListener, Storage } from "../../src/storage/storage.js";
 import { FakeClock } from "../support/fake-clock.js";
@@ -217,13 +218,15 @@ describe.skipIf(!pgUp)("several servers on one PostgreSQL database", () => {
     await admin.connect();
     const before = h.live.length;
     const started = Date.now();
-    // Every server's listening connection is cut, as a network failure or a restart of PostgreSQL would.
-    const { rows } = await admin.query<{ pid: number }>(
-      "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN cloudplane_heartbeat_%'",
-    );
-    expect(rows.length).toBe(3);
-    await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN cloudplane_heartbeat_%'");
-    await admin.end();
+    try {
+      // Every server's listening connection is cut, as a network failure or a restart of PostgreSQL would.
+      const listening = "datname = current_database() AND application_name = $1";
+      const { rows } = await admin.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE ${listening}`, [FEED_APPLICATION_NAME]);
+      expect(rows.length).toBe(3);
+      await admin.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE ${listening}`, [FEED_APPLICATION_NAME]);
+    } finally {
+      await admin.end();
+    }
     await until(() => h.live.length > before && h.live.at(-1) === false, 1000);
     expect(Date.now() - started).toBeLessThan(1000);
     await until(() => h.live.at(-1) === true, 5000);

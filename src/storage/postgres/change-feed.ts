@@ -30,6 +30,8 @@ export const defaultFeedTiming: FeedTiming = { heartbeatMs: 200, staleAfterMs: 7
 
 const START_TIMEOUT_MS = 10_000;
 
+export const FEED_APPLICATION_NAME = "cloudplane change feed";
+
 // Other servers' changes, from PostgreSQL's LISTEN/NOTIFY on one connection of its own. Every store announces its
 // changes in the transaction that makes them (sql.ts `announce`), and PostgreSQL delivers notifications to a
 // listener in commit order. So when a heartbeat this server sent through the database at time s comes back, every
@@ -87,7 +89,8 @@ export class ChangeFeed {
   }
 
   private async connect(): Promise<void> {
-    const client = createClient(this.url);
+    // Named, so that an operator (and a test) can tell it from the pool's connections in pg_stat_activity.
+    const client = createClient(this.url, FEED_APPLICATION_NAME);
     client.on("notification", (msg) => this.receive(msg.channel, msg.payload ?? ""));
     const lost = (err?: Error): void => {
       if (this.client !== client) return;

@@ -75,8 +75,10 @@ export async function runLong(pool: pg.Pool, text: string, timeoutMs: number): P
   }
 }
 
-export function createClient(url: string): pg.Client {
-  const client = new pg.Client({ connectionString: url, types, ...connection });
+// A connection of its own, outside the pool (the start-up lock, migrations, the change feed), named in
+// pg_stat_activity by `applicationName` when given.
+export function createClient(url: string, applicationName?: string): pg.Client {
+  const client = new pg.Client({ connectionString: url, types, ...connection, ...(applicationName === undefined ? {} : { application_name: applicationName }) });
   survive(client);
   return client;
 }
