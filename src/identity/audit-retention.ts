@@ -4,10 +4,10 @@ import type { Clock } from "../shared/clock.js";
 import { Retention, pruneInPieces } from "../shared/retention.js";
 import type { AuditStore } from "../storage/identity-store.js";
 
-// Batches deleted by one statement. A batch holds up to MAX_BATCH (128) records of about 60 bytes (audit-batch.ts),
-// so a piece is about 1 MB of the trail, deleted in 0.5-0.8 ms on the embedded store (docs/access.md); calls run in
-// between pieces, so a backlog of months never holds the event loop for long. (500 pieces while a batch held 32.)
-export const PRUNE_PIECE = 125;
+// Batches deleted by one statement. A batch holds up to 32 records of about 60 bytes (audit-batch.ts), so a
+// piece is about 1 MB of the trail, deleted in 0.5-0.8 ms on the embedded store (docs/access.md); calls run in
+// between pieces, so a backlog of months never holds the event loop for long.
+export const PRUNE_PIECE = 500;
 
 // Deletes every batch of the trail whose records are all older than `before`, a piece at a time, and returns how
 // many batches it deleted. `stopped` is asked between pieces, so that a shutdown does not wait for a long backlog.

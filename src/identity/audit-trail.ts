@@ -5,11 +5,12 @@ import type { AuditRecord } from "./identity-model.js";
 
 // A batch is stored once it holds this many records, without waiting for the end of the turn. Under load a turn
 // reads about 125 calls, and answering all of them at its end piled their responses up at once (8 MB at 64 KiB):
-// stored by 32, they went out while the turn was still reading, for 4-11% more 64 KiB Encrypts and Decrypts a second
-// (2026-11-26). On the machines since, a commit costs about 75 µs (13 system calls, each dear in a VM), and batches
-// of 32 spent 3.5% of a loaded server's CPU on them at 1 KiB; by 128, 2.1%, with the 64 KiB rows unchanged side by
-// side (bench/README.md, "A commit of the audit trail", 2026-11-28).
-export const MAX_BATCH = 128;
+// stored by 32, they go out while the turn is still reading, for 4-11% more 64 KiB Encrypts and Decrypts a second
+// and no change at 1 KiB, where the extra commits cost about what the native time saved (bench/README.md). Batches of
+// 128 cut the commits' share of a loaded server's CPU from 3.5% to 2.1% on a VM where a commit costs 75 µs, but 128
+// large answers released at once by one commit made the hostile test of answers nobody reads fail one run in three
+// (its session was not closed in time): kept at 32 (bench/README.md, "A commit of the audit trail", 2026-11-28).
+export const MAX_BATCH = 32;
 
 // Appends the audit records of calls in batches: the records of one turn of the event loop, MAX_BATCH at most, go
 // into the store in one transaction (a transaction per record would cost more than an Encrypt), and every call of
