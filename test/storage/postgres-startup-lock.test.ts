@@ -1,7 +1,11 @@
 import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { openPostgresStorage } from "../../src/storage/postgres/postgres-storage.js";
 import { logLines } from "../support/log-lines.js";
+import { runAdminCli } from "../support/principals.js";
+import { startTcpProxy } from "../support/tcp-proxy.js";
+import type { TcpProxy } from "../support/tcp-proxy.js";
+import { tempDir } from "../support/temp-dir.js";
 import { createDatabase, postgresAvailable } from "../support/postgres.js";
 import type { TestDatabase } from "../support/postgres.js";
 
@@ -21,6 +25,16 @@ describe.runIf(await postgresAvailable())("a start waiting for the start-up lock
   });
 
   it("says every 5 s that it waits and which session holds the lock, and goes on once it is free", { timeout: 30_000 }, async () => {
+    // Another deployment on the same PostgreSQL server holds the same lock in its own database, which is not ours
+    // to wait for nor to name (it was named: CI, 2026-11-28).
+    const elsewhere = await createDatabase();
+    const neighbour = new pg.Client({ connectionString: elsewhere.url });
+    await neighbour.connect();
+    await neighbour.query("SELECT pg_advisory_lock($1)", [STARTUP_LOCK]);
+    onTestFinished(async () => {
+      await neighbour.end();
+      await elsewhere.drop();
+    });
     const holder = new pg.Client({ connectionString: database.url });
     await holder.connect();
     const pid = Number((await holder.query("SELECT pg_backend_pid() AS pid")).rows[0].pid);
@@ -31,6 +45,8 @@ describe.runIf(await postgresAvailable())("a start waiting for the start-up lock
       opened = true;
       return storage;
     });
+    // Awaited below; a failure before that is the test's, not an unhandled rejection.
+    opening.catch(() => {});
     try {
       const waiting = (): string | undefined =>
         log.lines().find((l) => String(l.msg).startsWith("waiting for the start-up lock of the database"))?.msg as string | undefined;
@@ -43,5 +59,58 @@ describe.runIf(await postgresAvailable())("a start waiting for the start-up lock
     }
     const storage = await opening;
     await storage.close();
+  });
+});
+
+// A probe (2026-11-28): a cloudplane-admin command waiting for the start-up lock when the database went silent (a
+// dropped route) waited for ever: the lock was asked for in one statement with no bound. It is asked for again and
+// again now, each ask bounded, and the command fails with the store's error.
+describe.runIf(await postgresAvailable())("a cloudplane-admin command waiting for the start-up lock of a database that goes silent", () => {
+  const dir = tempDir();
+  let database: TestDatabase;
+  let proxy: TcpProxy;
+  beforeAll(async () => {
+    database = await createDatabase();
+    // The schema and the admin account, made by opening the store once as a server does.
+    const storage = await openPostgresStorage({ url: database.url, poolSize: 2, queryTimeoutMs: 10_000 }, logLines().logger);
+    await storage.close();
+    proxy = await startTcpProxy(database.url, 5432);
+  });
+  afterAll(async () => {
+    await proxy?.close();
+    await database?.drop();
+    dir.remove();
+  });
+
+  it("fails with the store's error within the bound of one ask, and leaves the lock to its holder", { timeout: 60_000 }, async () => {
+    const holder = new pg.Client({ connectionString: database.url });
+    await holder.connect();
+    await holder.query("SELECT pg_advisory_lock($1)", [STARTUP_LOCK]);
+    try {
+      const command = runAdminCli(dir.path, ["accounts", "list"], { DATABASE_URL: proxy.url });
+      // Waiting: asking for the lock, through the proxy.
+      const asking = async (): Promise<number> =>
+        Number(
+          (
+            await holder.query(
+              "SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND query LIKE '%advisory_lock(%'",
+            )
+          ).rows[0].n,
+        );
+      await expect.poll(asking, { timeout: 20_000, interval: 100 }).toBeGreaterThan(0);
+      proxy.silence();
+      const silenced = performance.now();
+      const result = await command;
+      // An ask is bounded by 10 s, and given up as silent 2 s after that.
+      expect(performance.now() - silenced).toBeLessThan(20_000);
+      expect(result.exitCode).not.toBe(0);
+      expect(result.stderr).toContain("could not open the PostgreSQL database of DATABASE_URL");
+      expect(result.stdout).toBe("");
+      // The holder still holds it.
+      const held = await holder.query("SELECT count(*) AS n FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid = pg_backend_pid()");
+      expect(Number(held.rows[0].n)).toBe(1);
+    } finally {
+      await holder.end();
+    }
   });
 });

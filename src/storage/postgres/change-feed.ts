@@ -90,7 +90,7 @@ export class ChangeFeed {
 
   private async connect(): Promise<void> {
     // Named, so that an operator (and a test) can tell it from the pool's connections in pg_stat_activity.
-    const client = createClient(this.url, FEED_APPLICATION_NAME);
+    const client = createClient(this.url, { applicationName: FEED_APPLICATION_NAME });
     client.on("notification", (msg) => this.receive(msg.channel, msg.payload ?? ""));
     const lost = (err?: Error): void => {
       if (this.client !== client) return;

@@ -1,15 +1,15 @@
-import type pg from "pg";
 import { ANY_WRAPPED_MATERIAL_SQL, MASTER_KEY_CHECK_SQL, masterKeyCheckFromRow, wrappedFromRow } from "../rows.js";
 import type { MasterKeyRow, WrappedRow } from "../rows.js";
 import type { MasterKeyReader } from "../storage.js";
 import { first } from "./sql.js";
+import type { Queryable } from "./sql.js";
 
-const hasTable = async (client: pg.ClientBase, name: string): Promise<boolean> =>
+const hasTable = async (client: Queryable, name: string): Promise<boolean> =>
   (await first<{ present: boolean }>(client, "SELECT to_regclass($1) IS NOT NULL AS present", [name]))?.present === true;
 
 // The master key's binding as a database of any schema holds it: none before the migration that added the check
 // value (3), and no material in a new, empty database.
-export function postgresMasterKeyReader(client: pg.ClientBase): MasterKeyReader {
+export function postgresMasterKeyReader(client: Queryable): MasterKeyReader {
   return {
     async readMasterKeyCheck() {
       if (!(await hasTable(client, "kms_master_key"))) return null;

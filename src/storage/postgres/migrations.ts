@@ -1,6 +1,8 @@
 import type pg from "pg";
 import { checkSchemaVersions } from "../schema-version.js";
 import type { MigrationMode } from "../schema-version.js";
+import { first, rows } from "./sql.js";
+import type { Queryable } from "./sql.js";
 
 // The PostgreSQL schema: the same tables, columns and versions as the embedded store's (sqlite/migrations.ts), so
 // that both share their row mapping (rows.ts). Times are BIGINT epoch milliseconds, blobs BYTEA, small documents
@@ -268,21 +270,32 @@ export const SCHEMA_VERSIONS: readonly number[] = migrations.map((m) => m.versio
 // newer build upgraded, and in mode "current only" (the operator commands) one not yet upgraded, changing nothing
 // (schema-version.ts). The caller holds the start-up advisory lock (postgres-storage.ts), so servers starting at
 // once migrate one after another and the later ones find nothing to do.
-export async function migrate(client: pg.ClientBase, mode: MigrationMode): Promise<void> {
-  const hasTable = (await client.query("SELECT to_regclass('schema_migrations') IS NOT NULL AS present")).rows[0]?.present === true;
-  const applied = hasTable ? (await client.query<{ version: number }>("SELECT version FROM schema_migrations")).rows.map((r) => r.version) : [];
+// Reads which migrations were applied through `db` (the pool, whose statements are bounded: a command or a start on
+// a database gone silent fails instead of waiting for ever, a probe of 2026-11-28) and applies the missing ones on a
+// connection of their own from `unbounded`, whose statements have no timeout: a migration of a large table may take
+// minutes. An operator command ("current only") never applies one.
+export async function migrate(db: Queryable, mode: MigrationMode, unbounded: () => pg.Client): Promise<void> {
+  const hasTable = (await first<{ present: boolean }>(db, "SELECT to_regclass('schema_migrations') IS NOT NULL AS present"))?.present === true;
+  const applied = hasTable ? (await rows<{ version: number }>(db, "SELECT version FROM schema_migrations")).map((r) => r.version) : [];
   checkSchemaVersions(SCHEMA_VERSIONS, applied, mode);
-  await client.query("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)");
-  for (const m of migrations) {
-    if (applied.includes(m.version)) continue;
-    await client.query("BEGIN");
-    try {
-      await client.query(m.sql);
-      await client.query("INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)", [m.version, Date.now()]);
-      await client.query("COMMIT");
-    } catch (err) {
-      await client.query("ROLLBACK").catch(() => {});
-      throw err;
+  const missing = migrations.filter((m) => !applied.includes(m.version));
+  if (missing.length === 0) return;
+  const client = unbounded();
+  await client.connect();
+  try {
+    await client.query("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)");
+    for (const m of missing) {
+      await client.query("BEGIN");
+      try {
+        await client.query(m.sql);
+        await client.query("INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)", [m.version, Date.now()]);
+        await client.query("COMMIT");
+      } catch (err) {
+        await client.query("ROLLBACK").catch(() => {});
+        throw err;
+      }
     }
+  } finally {
+    await client.end().catch(() => {});
   }
 }

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import type pg from "pg";
 import type { Logger } from "pino";
 import type { BeforeMigrations, Storage } from "../storage.js";
@@ -13,7 +14,7 @@ import { PostgresComputeStore } from "./postgres-compute-store.js";
 import { PostgresIdentityStore } from "./postgres-identity-store.js";
 import { PostgresKmsStore } from "./postgres-kms-store.js";
 import { PostgresNodeLedger } from "./postgres-node-ledger.js";
-import { createClient, createPool } from "./sql.js";
+import { createClient, createPool, first } from "./sql.js";
 
 export interface PostgresSettings {
   url: string;
@@ -28,12 +29,17 @@ const STARTUP_LOCK = 0x636c6f7564706c6en;
 
 // How often a start waiting for the start-up lock says so, and who holds it.
 const LOCK_NOTICE_MS = 5000;
+// How often it asks for the lock again, and how long one ask may take (an answer is immediate; cloudplane-admin's
+// statements may take ten minutes, its asks no longer than a server's).
+const LOCK_POLL_MS = 200;
+const LOCK_ASK_TIMEOUT_MS = 10_000;
 
 // Takes the start-up lock, waiting for as long as another server or command holds it: a migration may take minutes.
 // Not silently: a server that took it and was then cut off from the database holds it until PostgreSQL notices
 // (TCP's keepalive, hours by default), and every other server's start and every cloudplane-admin command waited
 // with no word meanwhile (a probe, 2026-11-28). Every LOCK_NOTICE_MS the wait is logged with the holder's session,
-// which the operator can end with pg_terminate_backend once they know that server is gone.
+// which the operator can end with pg_terminate_backend once they know that server is gone. (Advisory locks are a
+// database's own: the same lock of another database on the server, another deployment's, was named as the holder.)
 async function waitForStartupLock(client: pg.Client, pool: pg.Pool, logger: Logger): Promise<void> {
   const started = performance.now();
   const notice = setInterval(() => {
@@ -41,7 +47,8 @@ async function waitForStartupLock(client: pg.Client, pool: pg.Pool, logger: Logg
       .query<{ pid: number; client_addr: string | null; application_name: string; state: string | null; since: string | null }>(
         `SELECT a.pid, a.client_addr::text AS client_addr, a.application_name, a.state, a.state_change::text AS since
            FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-          WHERE l.locktype = 'advisory' AND l.granted AND l.classid = $1 AND l.objid = $2 AND l.objsubid = 1`,
+          WHERE l.locktype = 'advisory' AND l.granted AND l.classid = $1 AND l.objid = $2 AND l.objsubid = 1
+            AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
         [Number(STARTUP_LOCK >> 32n), Number(STARTUP_LOCK & 0xffffffffn)],
       )
       .then(
@@ -58,7 +65,12 @@ async function waitForStartupLock(client: pg.Client, pool: pg.Pool, logger: Logg
       );
   }, LOCK_NOTICE_MS);
   try {
-    await client.query("SELECT pg_advisory_lock($1)", [STARTUP_LOCK]);
+    // Asked again and again rather than waited for in one statement: every ask is bounded by the connection's
+    // statement timeout, so that a start or a command on a database gone silent meanwhile fails with the store's
+    // error instead of waiting for an answer that never comes (a probe, 2026-11-28).
+    while ((await first<{ taken: boolean }>(client, "SELECT pg_try_advisory_lock($1) AS taken", [STARTUP_LOCK]))?.taken !== true) {
+      await sleep(LOCK_POLL_MS);
+    }
   } finally {
     clearInterval(notice);
   }
@@ -79,7 +91,7 @@ export async function openPostgresStorage(
   let feed: ChangeFeed | null = null;
 
   async function exclusively<T>(steps: () => Promise<T>): Promise<T> {
-    const client = createClient(settings.url);
+    const client = createClient(settings.url, { statementTimeoutMs: Math.min(settings.queryTimeoutMs, LOCK_ASK_TIMEOUT_MS) });
     await client.connect();
     try {
       await waitForStartupLock(client, pool, logger);
@@ -92,15 +104,8 @@ export async function openPostgresStorage(
 
   try {
     await exclusively(async () => {
-      // A connection of its own, with no statement timeout: a migration of a large table may take minutes.
-      const client = createClient(settings.url);
-      await client.connect();
-      try {
-        await beforeMigrations?.(postgresMasterKeyReader(client));
-        await migrate(client, mode);
-      } finally {
-        await client.end().catch(() => {});
-      }
+      await beforeMigrations?.(postgresMasterKeyReader(pool));
+      await migrate(pool, mode, () => createClient(settings.url));
     });
   } catch (err) {
     await pool.end().catch(() => {});

@@ -41,6 +41,10 @@ function survive(client: pg.ClientBase): void {
 // statements may wait for them. The server's transactions idle only while their JavaScript runs between statements.
 const SILENT_AFTER_MS = 2000;
 
+function statementBounds(statementTimeoutMs: number): { statement_timeout: number; query_timeout: number } {
+  return { statement_timeout: statementTimeoutMs, query_timeout: statementTimeoutMs + SILENT_AFTER_MS };
+}
+
 export function createPool(url: string, max: number, statementTimeoutMs: number): pg.Pool {
   const pool = new StorePool({
     connectionString: url,
@@ -48,8 +52,7 @@ export function createPool(url: string, max: number, statementTimeoutMs: number)
     types,
     ...connection,
     Client: StoreClient,
-    statement_timeout: statementTimeoutMs,
-    query_timeout: statementTimeoutMs + SILENT_AFTER_MS,
+    ...statementBounds(statementTimeoutMs),
     idle_in_transaction_session_timeout: Math.max(1000, Math.floor(statementTimeoutMs / 2)),
   });
   pool.on("connect", survive);
@@ -76,9 +79,16 @@ export async function runLong(pool: pg.Pool, text: string, timeoutMs: number): P
 }
 
 // A connection of its own, outside the pool (the start-up lock, migrations, the change feed), named in
-// pg_stat_activity by `applicationName` when given.
-export function createClient(url: string, applicationName?: string): pg.Client {
-  const client = new pg.Client({ connectionString: url, types, ...connection, ...(applicationName === undefined ? {} : { application_name: applicationName }) });
+// pg_stat_activity by `applicationName` when given, its statements bounded as the pool's by `statementTimeoutMs` when
+// given (without, a statement waits for as long as PostgreSQL takes, or for ever on a connection gone silent).
+export function createClient(url: string, options: { applicationName?: string; statementTimeoutMs?: number } = {}): pg.Client {
+  const client = new pg.Client({
+    connectionString: url,
+    types,
+    ...connection,
+    ...(options.applicationName === undefined ? {} : { application_name: options.applicationName }),
+    ...(options.statementTimeoutMs === undefined ? {} : statementBounds(options.statementTimeoutMs)),
+  });
   survive(client);
   return client;
 }
