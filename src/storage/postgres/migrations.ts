@@ -269,11 +269,10 @@ export const SCHEMA_VERSIONS: readonly number[] = migrations.map((m) => m.versio
 // Runs the migrations not yet applied, each in its own transaction (mode "upgrade", a server); refuses a database a
 // newer build upgraded, and in mode "current only" (the operator commands) one not yet upgraded, changing nothing
 // (schema-version.ts). The caller holds the start-up advisory lock (postgres-storage.ts), so servers starting at
-// once migrate one after another and the later ones find nothing to do.
-// Reads which migrations were applied through `db` (the pool, whose statements are bounded: a command or a start on
-// a database gone silent fails instead of waiting for ever, a probe of 2026-11-28) and applies the missing ones on a
-// connection of their own from `unbounded`, whose statements have no timeout: a migration of a large table may take
-// minutes. An operator command ("current only") never applies one.
+// once migrate one after another and the later ones find nothing to do. Which were applied is read through `db` (the
+// pool, whose statements are bounded: a command or a start on a database gone silent fails instead of waiting for
+// ever, a probe of 2026-11-28); the missing ones run on a connection of their own from `unbounded`, with no timeout,
+// since a migration of a large table may take minutes.
 export async function migrate(db: Queryable, mode: MigrationMode, unbounded: () => pg.Client): Promise<void> {
   const hasTable = (await first<{ present: boolean }>(db, "SELECT to_regclass('schema_migrations') IS NOT NULL AS present"))?.present === true;
   const applied = hasTable ? (await rows<{ version: number }>(db, "SELECT version FROM schema_migrations")).map((r) => r.version) : [];
