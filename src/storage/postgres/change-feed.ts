@@ -43,6 +43,8 @@ export class ChangeFeed {
   private client: pg.Client | null = null;
   // Drops the current listening connection and connects again; null while there is none.
   private drop: ((err?: Error) => void) | null = null;
+  // The connection whose heartbeat has not come back yet, if any (beat).
+  private beatingOn: pg.Client | null = null;
   private connectedAt = Number.NEGATIVE_INFINITY;
   private readonly heartbeatChannel = `cloudplane_heartbeat_${randomBytes(8).toString("hex")}`;
   private lastConfirmedSentAt = Number.NEGATIVE_INFINITY;
@@ -133,12 +135,24 @@ export class ChangeFeed {
   // (statements waiting for a lock): the feed judged a healthy database unheard, replaced its connection, dropped the
   // key cache and page positions, and /readyz said "store unreachable" while the database answered (a probe,
   // 2026-11-28).
+  //
+  // One at a time: a heartbeat sent while the one before has not come back waits behind it on the connection, and
+  // those queued on a slow or silent connection piled up, five a second, each a statement node-postgres warns of
+  // (queueing on a busy client is deprecated, and goes in pg 9). Skipping a beat delays no confirmation: the
+  // connection runs one statement at a time either way.
   private beat(): void {
-    if (this.client === null) return;
+    const client = this.client;
+    if (client === null || this.beatingOn === client) return;
+    this.beatingOn = client;
     const sentAt = performance.now();
-    this.client.query("SELECT pg_notify($1, $2)", [this.heartbeatChannel, String(sentAt)]).catch((err: unknown) => {
-      this.logger.debug({ err }, "could not send a heartbeat through the database");
-    });
+    client
+      .query("SELECT pg_notify($1, $2)", [this.heartbeatChannel, String(sentAt)])
+      .catch((err: unknown) => {
+        this.logger.debug({ err }, "could not send a heartbeat through the database");
+      })
+      .finally(() => {
+        if (this.beatingOn === client) this.beatingOn = null;
+      });
   }
 
   private receive(channel: string, payload: string): void {
