@@ -25,8 +25,14 @@ export class Sweeper {
     return this.periodic.runOnce();
   }
 
+  // Rotations first, and each part on its own: a destruction backlog being swept delayed every due rotation until it
+  // was cleared (half an hour for 4M versions), and a failure of the destructions (a scan cancelled by the statement
+  // timeout, a VACUUM behind another's lock) left rotations undone for as long as it lasted (a probe, 2026-11-28).
   private async run(): Promise<void> {
-    try {
+    await this.part("rotations", async () => {
+      while ((await this.manager.rotateDue()) === 100);
+    });
+    await this.part("destructions", async () => {
       // Batches of 100 until nothing is due, so a backlog clears in one run without one huge transaction.
       let swept: number;
       do {
@@ -34,9 +40,14 @@ export class Sweeper {
         if (swept > 0) this.scrubPending = true;
       } while (swept === 100);
       if (this.scrubPending) this.scrubPending = !(await this.manager.scrubErased());
-      while ((await this.manager.rotateDue()) === 100);
+    });
+  }
+
+  private async part(part: string, steps: () => Promise<void>): Promise<void> {
+    try {
+      await steps();
     } catch (err) {
-      this.logger[failureLevel(err)]({ err }, "key sweep failed; retrying at the next interval");
+      this.logger[failureLevel(err)]({ err, part }, `key sweep failed (its ${part}); retrying at the next interval`);
     }
   }
 

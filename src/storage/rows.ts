@@ -110,6 +110,22 @@ export function versionParams(v: CryptoKeyVersionRecord): VersionRow {
   };
 }
 
+// The keys that have versions due for erasure at time $1 (at most $3 keys), the most overdue first, found among the
+// first $2 due versions by the partial index of material still held (kms_versions_by_destroy_at), so that the work
+// is bounded. A plain DISTINCT ... LIMIT let PostgreSQL walk the primary key instead, past every version erased
+// before (they stay, without material): with 6M of them ahead of a mass destruction it took over a second, was
+// cancelled by the statement timeout at every interval, and nothing more was erased (a probe, 2026-11-28).
+// `param` writes the store's placeholder for a parameter's number.
+export function dueDestructionSql(param: (n: 1 | 2 | 3) => string): string {
+  return `SELECT key_id FROM (
+            SELECT key_id, destroy_at FROM kms_versions WHERE wrapped_material IS NOT NULL AND destroy_at IS NOT NULL AND destroy_at <= ${param(1)}
+             ORDER BY destroy_at LIMIT ${param(2)}
+          ) AS due GROUP BY key_id ORDER BY min(destroy_at), key_id LIMIT ${param(3)}`;
+}
+
+// Due versions read per key asked for: a key among them with many due versions leaves fewer keys found, never none.
+export const DUE_ROWS_PER_KEY = 50;
+
 // The reads that judge a master key (src/kms/master-key-check.ts). Both stores run them on every schema from the
 // first migration on, since a server judges the configured key before it upgrades a store (schema-version.ts).
 export const MASTER_KEY_CHECK_SQL = "SELECT scheme, key_id, check_value FROM kms_master_key WHERE id = 1";

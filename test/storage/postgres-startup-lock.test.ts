@@ -64,7 +64,7 @@ describe.runIf(await postgresAvailable())("a start waiting for the start-up lock
 
 // A probe (2026-11-28): a cloudplane-admin command waiting for the start-up lock when the database went silent (a
 // dropped route) waited for ever: the lock was asked for in one statement with no bound. It is asked for again and
-// again now, each ask bounded, and the command fails with the store's error.
+// again now, each ask and each read of the holder bounded, and the command fails with the store's error.
 describe.runIf(await postgresAvailable())("a cloudplane-admin command waiting for the start-up lock of a database that goes silent", () => {
   const dir = tempDir();
   let database: TestDatabase;
@@ -98,6 +98,9 @@ describe.runIf(await postgresAvailable())("a cloudplane-admin command waiting fo
           ).rows[0].n,
         );
       await expect.poll(asking, { timeout: 20_000, interval: 100 }).toBeGreaterThan(0);
+      // Past its first notice of the wait (at 5 s), whose read of the holder went through the pool until the same
+      // probe: a read there gone silent held up the command's failure for the pool's ten minutes.
+      await new Promise((resolve) => setTimeout(resolve, 7000));
       proxy.silence();
       const silenced = performance.now();
       const result = await command;
@@ -111,6 +114,33 @@ describe.runIf(await postgresAvailable())("a cloudplane-admin command waiting fo
       expect(Number(held.rows[0].n)).toBe(1);
     } finally {
       await holder.end();
+    }
+  });
+});
+
+// A probe (2026-11-28): the connection migrations run on was said to have no timeout, but took the database's own
+// default (ALTER DATABASE ... SET statement_timeout), and a migration of a large table failed every start with only
+// "canceling statement due to statement timeout".
+describe.runIf(await postgresAvailable())("migrations on a database with a statement timeout of its own", () => {
+  let database: TestDatabase;
+  beforeAll(async () => {
+    database = await createDatabase();
+    const admin = new pg.Client({ connectionString: database.url });
+    await admin.connect();
+    // Shorter than creating the first migration's tables and indexes takes.
+    await admin.query(`ALTER DATABASE "${admin.database}" SET statement_timeout = '1ms'`);
+    await admin.end();
+  });
+  afterAll(async () => {
+    await database?.drop();
+  });
+
+  it("run without it, and the store opens", async () => {
+    const storage = await openPostgresStorage({ url: database.url, poolSize: 2, queryTimeoutMs: 10_000 }, logLines().logger);
+    try {
+      expect(await storage.kms.readMasterKeyCheck()).toBeNull();
+    } finally {
+      await storage.close();
     }
   });
 });

@@ -362,6 +362,23 @@ describe.each(backends)("$name store", (backend) => {
       expect(await storage.kms.keysWithDueRotation(T + 11, 10)).toEqual(["r1"]);
       expect(await storage.kms.keysWithDueRotation(T + 10, 0)).toEqual([]);
     });
+
+    // A probe (2026-11-28): the keys due for destruction were read with DISTINCT ... LIMIT and no order, which
+    // PostgreSQL answered by walking the primary key past every version erased before (they stay, without material).
+    // They are read from the due versions now, the most overdue first.
+    it("keysWithDueDestruction names the most overdue keys first, past keys whose versions were erased", async () => {
+      const erased = Array.from({ length: 30 }, (_, i) => version("a0", i + 1, { state: "DESTROYED", destroyAt: T, wrappedMaterial: null }));
+      await storage.kms.createKey({ key: key("a0"), versions: erased }, T);
+      await storage.kms.createKey({ key: key("d1"), versions: [version("d1", 1, { state: "DESTROYED_SCHEDULED", destroyAt: T + 10 })] }, T);
+      // Many due versions of one key count once.
+      const many = Array.from({ length: 5 }, (_, i) => version("d2", i + 1, { state: "DESTROYED_SCHEDULED", destroyAt: T + 7 }));
+      await storage.kms.createKey({ key: key("d2"), versions: many }, T);
+      await storage.kms.createKey({ key: key("d3"), versions: [version("d3", 1, { state: "DESTROYED_SCHEDULED", destroyAt: T + 5 })] }, T);
+      expect(await storage.kms.keysWithDueDestruction(T + 10, 1)).toEqual(["d3"]);
+      expect((await storage.kms.keysWithDueDestruction(T + 10, 2)).sort()).toEqual(["d2", "d3"]);
+      expect((await storage.kms.keysWithDueDestruction(T + 10, 10)).sort()).toEqual(["d1", "d2", "d3"]);
+      expect(await storage.kms.keysWithDueDestruction(T + 4, 10)).toEqual([]);
+    });
   });
 
   describe("MasterKeyStore", () => {

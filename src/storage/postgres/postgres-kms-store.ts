@@ -3,7 +3,7 @@ import { alreadyExists } from "../../errors/domain-error.js";
 import { NO_VERSIONS, mergeVersions } from "../../kms/model.js";
 import type { CryptoKeyRecord, KeyAggregate, KeyState, VersionSelection } from "../../kms/model.js";
 import type { KeyMutation, KeyPage, KmsStore, MasterKeyCheckRecord, MasterKeyStore, WrappedMaterial } from "../kms-store.js";
-import { ANY_WRAPPED_MATERIAL_SQL, MASTER_KEY_CHECK_SQL, keyFromRow, keyParams, masterKeyCheckFromRow, masterKeyCheckParams, tallyFromRow, versionFromRow, versionParams, wrappedFromRow } from "../rows.js";
+import { ANY_WRAPPED_MATERIAL_SQL, DUE_ROWS_PER_KEY, MASTER_KEY_CHECK_SQL, dueDestructionSql, keyFromRow, keyParams, masterKeyCheckFromRow, masterKeyCheckParams, tallyFromRow, versionFromRow, versionParams, wrappedFromRow } from "../rows.js";
 import type { KeyRow, MasterKeyRow, TallyRow, VersionRow, WrappedRow } from "../rows.js";
 import { PageCheckpoints } from "../page-checkpoints.js";
 import { announce, changeOf, first, insert, lockKinds, lockName, noRowHas, rows, runLong, transaction } from "./sql.js";
@@ -208,8 +208,8 @@ export class PostgresKmsStore implements KmsStore, MasterKeyStore {
   async keysWithDueDestruction(now: number, limit: number): Promise<string[]> {
     const found = await rows<{ key_id: string }>(
       this.pool,
-      `SELECT DISTINCT key_id FROM kms_versions WHERE wrapped_material IS NOT NULL AND destroy_at IS NOT NULL AND destroy_at <= $1 LIMIT $2`,
-      [now, limit],
+      dueDestructionSql((n) => `$${n}`),
+      [now, limit * DUE_ROWS_PER_KEY, limit],
     );
     return found.map((r) => r.key_id);
   }

@@ -38,42 +38,49 @@ const LOCK_ASK_TIMEOUT_MS = 10_000;
 // Not silently: a server that took it and was then cut off from the database holds it until PostgreSQL notices
 // (TCP's keepalive, hours by default), and every other server's start and every cloudplane-admin command waited
 // with no word meanwhile (a probe, 2026-11-28). Every LOCK_NOTICE_MS the wait is logged with the holder's session,
-// which the operator can end with pg_terminate_backend once they know that server is gone. (Advisory locks are a
-// database's own: the same lock of another database on the server, another deployment's, was named as the holder.)
-async function waitForStartupLock(client: pg.Client, pool: pg.Pool, logger: Logger): Promise<void> {
+// which the operator can end with pg_terminate_backend once they know that server is gone.
+//
+// The lock is asked for again and again rather than waited for in one statement, and the holder read between two
+// asks, all on `client`, whose statements are bounded: a start or a command on a database gone silent meanwhile
+// fails with the store's error instead of waiting for an answer that never comes (a probe, 2026-11-28; the holder
+// was read through the pool until then, and a read gone silent there held up the failure for the pool's timeout).
+async function waitForStartupLock(client: pg.Client, logger: Logger): Promise<void> {
   const started = performance.now();
-  const notice = setInterval(() => {
-    pool
-      .query<{ pid: number; client_addr: string | null; application_name: string; state: string | null; since: string | null }>(
-        `SELECT a.pid, a.client_addr::text AS client_addr, a.application_name, a.state, a.state_change::text AS since
-           FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-          WHERE l.locktype = 'advisory' AND l.granted AND l.classid = $1 AND l.objid = $2 AND l.objsubid = 1
-            AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
-        [Number(STARTUP_LOCK >> 32n), Number(STARTUP_LOCK & 0xffffffffn)],
-      )
-      .then(
-        ({ rows }) => {
-          const holder = rows[0];
-          logger.warn(
-            { waitedSeconds: Math.round((performance.now() - started) / 1000), holder },
-            holder === undefined
-              ? "waiting for the start-up lock of the database"
-              : `waiting for the start-up lock of the database, held by session ${holder.pid} (${holder.client_addr ?? "local"}, ${holder.state ?? "?"} since ${holder.since ?? "?"}): if the server or command holding it is gone, end that session with SELECT pg_terminate_backend(${holder.pid})`,
-          );
-        },
-        (err: unknown) => logger.warn({ err }, "waiting for the start-up lock of the database (its holder could not be read)"),
+  let noticeAt = started + LOCK_NOTICE_MS;
+  while ((await first<{ taken: boolean }>(client, "SELECT pg_try_advisory_lock($1) AS taken", [STARTUP_LOCK]))?.taken !== true) {
+    if (performance.now() >= noticeAt) {
+      noticeAt += LOCK_NOTICE_MS;
+      const holder = await startupLockHolder(client);
+      logger.warn(
+        { waitedSeconds: Math.round((performance.now() - started) / 1000), holder },
+        holder === null
+          ? "waiting for the start-up lock of the database"
+          : `waiting for the start-up lock of the database, held by session ${holder.pid} (${holder.client_addr ?? "local"}, ${holder.state ?? "?"} since ${holder.since ?? "?"}): if the server or command holding it is gone, end that session with SELECT pg_terminate_backend(${holder.pid})`,
       );
-  }, LOCK_NOTICE_MS);
-  try {
-    // Asked again and again rather than waited for in one statement: every ask is bounded by the connection's
-    // statement timeout, so that a start or a command on a database gone silent meanwhile fails with the store's
-    // error instead of waiting for an answer that never comes (a probe, 2026-11-28).
-    while ((await first<{ taken: boolean }>(client, "SELECT pg_try_advisory_lock($1) AS taken", [STARTUP_LOCK]))?.taken !== true) {
-      await sleep(LOCK_POLL_MS);
     }
-  } finally {
-    clearInterval(notice);
+    await sleep(LOCK_POLL_MS);
   }
+}
+
+interface LockHolder {
+  pid: number;
+  client_addr: string | null;
+  application_name: string;
+  state: string | null;
+  since: string | null;
+}
+
+// The session that holds the start-up lock of this database. (Advisory locks are a database's own: the same lock of
+// another database on the server, another deployment's, was named as the holder.)
+function startupLockHolder(client: pg.Client): Promise<LockHolder | null> {
+  return first<LockHolder>(
+    client,
+    `SELECT a.pid, a.client_addr::text AS client_addr, a.application_name, a.state, a.state_change::text AS since
+       FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+      WHERE l.locktype = 'advisory' AND l.granted AND l.classid = $1 AND l.objid = $2 AND l.objsubid = 1
+        AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+    [Number(STARTUP_LOCK >> 32n), Number(STARTUP_LOCK & 0xffffffffn)],
+  );
 }
 
 // The shared store of several servers: one connection pool for every store, a connection of its own for the
@@ -94,7 +101,7 @@ export async function openPostgresStorage(
     const client = createClient(settings.url, { statementTimeoutMs: Math.min(settings.queryTimeoutMs, LOCK_ASK_TIMEOUT_MS) });
     await client.connect();
     try {
-      await waitForStartupLock(client, pool, logger);
+      await waitForStartupLock(client, logger);
       return await steps();
     } finally {
       // Ending the session releases the lock, also when the unlock is never sent.

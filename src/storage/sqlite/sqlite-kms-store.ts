@@ -6,7 +6,7 @@ import type { KeyMutation, KeyPage, KmsStore, MasterKeyCheckRecord, MasterKeySto
 import { GroupCommit } from "./group-commit.js";
 import { PageCheckpoints } from "../page-checkpoints.js";
 import type { KeyPosition } from "../page-checkpoints.js";
-import { ANY_WRAPPED_MATERIAL_SQL, MASTER_KEY_CHECK_SQL, keyFromRow, keyParams, masterKeyCheckFromRow, masterKeyCheckParams, tallyFromRow, versionFromRow, versionParams, wrappedFromRow } from "../rows.js";
+import { ANY_WRAPPED_MATERIAL_SQL, DUE_ROWS_PER_KEY, MASTER_KEY_CHECK_SQL, dueDestructionSql, keyFromRow, keyParams, masterKeyCheckFromRow, masterKeyCheckParams, tallyFromRow, versionFromRow, versionParams, wrappedFromRow } from "../rows.js";
 import type { KeyRow, MasterKeyRow, TallyRow, VersionRow, WrappedRow } from "../rows.js";
 
 // Re-wrapping reads the materials in pages, since better-sqlite3 runs no write while a read is still iterating.
@@ -86,10 +86,7 @@ export class SqliteKmsStore implements KmsStore, MasterKeyStore {
            WHERE parent_id = ? AND gone_at IS NOT NULL AND gone_at > ? ORDER BY created_at, id`,
         )
         .raw(),
-      dueDestruction: db.prepare(
-        `SELECT DISTINCT key_id FROM kms_versions WHERE wrapped_material IS NOT NULL AND destroy_at IS NOT NULL
-           AND destroy_at <= ? LIMIT ?`,
-      ),
+      dueDestruction: db.prepare(dueDestructionSql(() => "?")),
       dueRotation: db.prepare(
         `SELECT id FROM kms_keys WHERE next_rotation_at IS NOT NULL AND next_rotation_at <= @now
            AND (gone_at IS NULL OR gone_at > @now) LIMIT @limit`,
@@ -231,7 +228,7 @@ export class SqliteKmsStore implements KmsStore, MasterKeyStore {
   }
 
   async keysWithDueDestruction(now: number, limit: number): Promise<string[]> {
-    return this.stmt.dueDestruction.pluck().all(now, limit) as string[];
+    return this.stmt.dueDestruction.pluck().all(now, limit * DUE_ROWS_PER_KEY, limit) as string[];
   }
 
   async keysWithDueRotation(now: number, limit: number): Promise<string[]> {
