@@ -1,6 +1,7 @@
 import type { Logger } from "pino";
 import { describe, expect, it, vi } from "vitest";
 import type { KeyManager } from "../../src/kms/key-manager.js";
+import { StoreConnectionError } from "../../src/errors/store-unavailable.js";
 import { Sweeper } from "../../src/kms/sweeper.js";
 
 // A probe (2026-11-28): the sweep's destructions ran first and its rotations after them in one try, so a backlog of
@@ -32,6 +33,24 @@ describe("the key sweep", () => {
       ["destructions", "key sweep failed (its destructions); retrying at the next interval"],
       ["destructions", "key sweep failed (its destructions); retrying at the next interval"],
     ]);
+  });
+
+  it("ends the run when the rotations meet the store's outage", async () => {
+    const calls: string[] = [];
+    const { sweeper, logger } = sweeperOf({
+      rotateDue: async () => {
+        calls.push("rotate");
+        throw new StoreConnectionError(new Error("Query read timeout"));
+      },
+      sweepDestroyed: async () => {
+        calls.push("destroy");
+        return 0;
+      },
+      scrubErased: async () => true,
+    });
+    await sweeper.runOnce();
+    expect(calls).toEqual(["rotate"]);
+    expect(logger.warn).toHaveBeenCalledTimes(1);
   });
 
   it("carries out the destructions when the rotations fail", async () => {
