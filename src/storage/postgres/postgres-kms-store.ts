@@ -47,8 +47,12 @@ const UPSERT_VERSION_SUFFIX = `ON CONFLICT (key_id, id) DO UPDATE SET state = ex
 const GET_KEY = `SELECT k.*, ${PREFIXED_VERSION_COLUMNS} FROM kms_keys k LEFT JOIN kms_versions v ON v.key_id = k.id WHERE k.id = $1 ORDER BY v.id`;
 
 // VACUUM reads the whole table, which may take longer than the pool's statement timeout (sql.ts, createPool) on a
-// large one: it has ten minutes.
+// large one: it has ten minutes. It waits for its lock a few seconds only: behind a conflicting lock (an
+// anti-wraparound autovacuum, pg_repack, CREATE INDEX CONCURRENTLY) it waited silently for its ten minutes, then
+// failed (a probe, 2026-11-28); it is tried again at the next sweep instead.
 const VACUUM_TIMEOUT_MS = 10 * 60_000;
+const VACUUM_LOCK_TIMEOUT_MS = 5000;
+const LOCK_NOT_AVAILABLE = "55P03";
 
 export class PostgresKmsStore implements KmsStore, MasterKeyStore {
   // Transactions on a pool of connections return in any order, and other servers write too.
@@ -288,8 +292,13 @@ export class PostgresKmsStore implements KmsStore, MasterKeyStore {
   // VACUUM removes it now. What PostgreSQL keeps beyond its tables (its write-ahead log, free space within pages,
   // backups) is the operator's to bound (docs/storage.md, "Erased material").
   async scrubErased(): Promise<boolean> {
-    await runLong(this.pool, "VACUUM kms_versions", VACUUM_TIMEOUT_MS);
-    return true;
+    try {
+      await runLong(this.pool, "VACUUM kms_versions", VACUUM_TIMEOUT_MS, VACUUM_LOCK_TIMEOUT_MS);
+      return true;
+    } catch (err) {
+      if ((err as { code?: unknown }).code === LOCK_NOT_AVAILABLE) return false;
+      throw err;
+    }
   }
 
   async close(): Promise<void> {}

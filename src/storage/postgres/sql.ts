@@ -60,16 +60,19 @@ export function createPool(url: string, max: number, statementTimeoutMs: number)
 }
 
 // A statement that may run longer than the pool's (VACUUM), on a connection of the pool whose statement timeout is
-// `timeoutMs` meanwhile. A connection that fails in between is given up, not returned with the longer timeout.
+// `timeoutMs` meanwhile, and which waits at most `lockTimeoutMs` for a lock (PostgreSQL's lock_timeout: SQLSTATE
+// 55P03 then). A connection that fails in between is given up, not returned with the longer timeout.
 // (node-postgres reads `query_timeout` of a statement's own config too, the wait on this side; its types do not say so.)
-export async function runLong(pool: pg.Pool, text: string, timeoutMs: number): Promise<void> {
+export async function runLong(pool: pg.Pool, text: string, timeoutMs: number, lockTimeoutMs: number): Promise<void> {
   const client = await pool.connect();
   let broken: Error | undefined;
   try {
     await client.query(`SET statement_timeout = ${Math.floor(timeoutMs)}`);
+    await client.query(`SET lock_timeout = ${Math.floor(lockTimeoutMs)}`);
     const statement: pg.QueryConfig & { query_timeout: number } = { text, query_timeout: timeoutMs + SILENT_AFTER_MS };
     await client.query(statement);
     await client.query("RESET statement_timeout");
+    await client.query("RESET lock_timeout");
   } catch (err) {
     broken = err as Error;
     throw err;
