@@ -1,6 +1,7 @@
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { openPostgresStorage } from "../../src/storage/postgres/postgres-storage.js";
+import { createUnboundedClient } from "../../src/storage/postgres/sql.js";
 import { logLines } from "../support/log-lines.js";
 import { runAdminCli } from "../support/principals.js";
 import { startTcpProxy } from "../support/tcp-proxy.js";
@@ -133,6 +134,19 @@ describe.runIf(await postgresAvailable())("migrations on a database with a state
   });
   afterAll(async () => {
     await database?.drop();
+  });
+
+  // CI (2026-11-28): the migration connection's first statement, a `SET statement_timeout = 0`, itself ran under
+  // the database's 1 ms and was cancelled when the machine was busy. Its bound now comes with the connection.
+  it("are run on a connection whose very first statement is not bound by it", async () => {
+    const client = createUnboundedClient(database.url);
+    await client.connect();
+    try {
+      const slept = await client.query("SELECT true AS slept FROM pg_sleep(0.05)");
+      expect(slept.rows[0].slept).toBe(true);
+    } finally {
+      await client.end();
+    }
   });
 
   it("run without it, and the store opens", async () => {

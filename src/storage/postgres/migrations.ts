@@ -282,10 +282,6 @@ export async function migrate(db: Queryable, mode: MigrationMode, unbounded: () 
   const client = unbounded();
   await client.connect();
   try {
-    // No timeout, whatever the database's or the role's default (ALTER DATABASE ... SET statement_timeout, a common
-    // default of DBAs): with one, a migration of a large table failed every start, saying only that a statement
-    // timed out (a probe, 2026-11-28).
-    await client.query("SET statement_timeout = 0");
     await client.query("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)");
     for (const m of missing) {
       await client.query("BEGIN");

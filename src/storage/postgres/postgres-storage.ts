@@ -14,7 +14,7 @@ import { PostgresComputeStore } from "./postgres-compute-store.js";
 import { PostgresIdentityStore } from "./postgres-identity-store.js";
 import { PostgresKmsStore } from "./postgres-kms-store.js";
 import { PostgresNodeLedger } from "./postgres-node-ledger.js";
-import { createClient, createPool, first } from "./sql.js";
+import { createClient, createPool, createUnboundedClient, first } from "./sql.js";
 
 export interface PostgresSettings {
   url: string;
@@ -112,7 +112,7 @@ export async function openPostgresStorage(
   try {
     await exclusively(async () => {
       await beforeMigrations?.(postgresMasterKeyReader(pool));
-      await migrate(pool, mode, () => createClient(settings.url));
+      await migrate(pool, mode, () => createUnboundedClient(settings.url));
     });
   } catch (err) {
     await pool.end().catch(() => {});

@@ -96,6 +96,18 @@ export function createClient(url: string, options: { applicationName?: string; s
   return client;
 }
 
+// A connection with no statement timeout, whatever the database's or the role's default (ALTER DATABASE ... SET
+// statement_timeout, a common default of DBAs), for migrations, which may take minutes on a large table. The bound
+// is PostgreSQL's largest (2^31 - 1 ms, about 24.8 days), sent in the connection's start-up packet, so it applies
+// before the first statement: a `SET statement_timeout = 0` sent first itself ran under the database's default, and
+// a default of 1 ms cancelled it (CI, 2026-11-28). The exact "none" (0) cannot be sent there: node-postgres leaves
+// a zero out of the start-up packet.
+export function createUnboundedClient(url: string): pg.Client {
+  const client = new pg.Client({ connectionString: url, types, ...connection, statement_timeout: 2_147_483_647 });
+  survive(client);
+  return client;
+}
+
 // PostgreSQL's text holds no NUL character (U+0000): a statement given one fails ("invalid byte sequence for
 // encoding UTF8: 0x00"), where SQLite compares it as any other character. So no row has a key with one, and a lookup
 // by such a key (an id a caller sent as "x%00y" or "x\u0000y") finds nothing without asking, as on SQLite: it was
