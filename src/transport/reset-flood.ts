@@ -7,6 +7,9 @@ import http2 from "node:http2";
 // dropped; a client that cancels calls now and then never comes near it.
 const MAX_PEER_RESETS_PER_SECOND = 100;
 
+// How long a session cut for a flood has to read its GOAWAY before it is destroyed.
+const GOAWAY_GRACE_MS = 1_000;
+
 const RESETS = Symbol("cloudplane.peerResets");
 
 interface ResetWindow {
@@ -43,15 +46,19 @@ function count(session: CountedSession): void {
   if (++window.count > MAX_PEER_RESETS_PER_SECOND) {
     window.cut = true;
     session.goaway(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM);
-    // Destroyed once Node's HTTP/2 layer has finished the read it is in: a stream's close is announced from inside
-    // nghttp2's callbacks, and a session destroyed there made Node allocate without end (RSS up 400 MB a second,
-    // std::bad_alloc at a 32 GiB allocation; a probe, 2026-11-28), with the GOAWAY never sent.
-    setImmediate(destroy, session);
+    // Not destroyed inside the read it is in: a stream's close is announced from inside nghttp2's callbacks, and a
+    // session destroyed there made Node allocate without end (RSS up 400 MB a second, std::bad_alloc at a 32 GiB
+    // allocation; a probe, 2026-11-28), with the GOAWAY never sent. Nor at once after it: the peer, still sending,
+    // then met a closed socket, and a TCP reset took the GOAWAY with it (1 session in about 150 in CI, 2026-11-28,
+    // seen with tcpdump). The peer is given GOAWAY_GRACE_MS to read it, as Go's HTTP/2 server gives its peers a
+    // second; a client told ENHANCE_YOUR_CALM closes the connection itself, and meanwhile nghttp2 serves no stream
+    // the peer opens after the GOAWAY.
+    setTimeout(destroy, GOAWAY_GRACE_MS, session).unref();
   }
 }
 
 function destroy(session: http2.Http2Session): void {
-  session.destroy();
+  if (!session.destroyed) session.destroy();
 }
 
 // Node announces a stream on the next tick after its headers: a stream reset in the same read is closed

@@ -128,12 +128,16 @@ describe("a stream refused on its head, then reset by its peer", () => {
   });
 });
 
+// The session was destroyed right after its GOAWAY, while the peer was still sending: about 1 session in 150 then
+// closed with a TCP reset and no GOAWAY (CI, 2026-11-28), so each path is tried 40 times. Each client goes on
+// until it is cut (2,000 streams at most): one of 500 streams once ended without a cut in a busy run, all of its
+// streams closed, as if some were cancelled before they were sent.
 describe("rapid reset after a partial body", () => {
   for (const path of ["/kms.v1.KeyManagerService/GetCryptoKey", "/v1/encrypt"]) {
-    it(`${path}: 500 streams on one connection, cancelled 1 ms after their first bytes, are sent GOAWAY`, async () => {
+    it(`${path}: 40 connections whose streams are cancelled 1 ms after their first bytes are each sent GOAWAY`, async () => {
       const goaways: (number | null)[] = [];
-      for (let n = 0; n < 5; n++) goaways.push(await resetAfterBody(target.port, path, 500, 2_000, adminAuth(target.url).authorization));
-      expect(goaways).toEqual(Array(5).fill(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM));
+      for (let n = 0; n < 40; n++) goaways.push(await resetAfterBody(target.port, path, 2_000, 2_000, adminAuth(target.url).authorization));
+      expect(goaways).toEqual(Array(40).fill(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM));
       await expectServing(target);
       await expectRssUnder(target, RSS_BOUND_KB);
     });

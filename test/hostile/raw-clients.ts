@@ -83,12 +83,8 @@ export function grpcHeaders(url: string, path: string): http2.OutgoingHttpHeader
   return { ":method": "POST", ":path": path, "content-type": "application/grpc", te: "trailers", ...adminAuth(url) };
 }
 
-// Rapid reset (CVE-2023-44487) with raw frames, as an attacker sends it: each stream's HEADERS (without
-// END_STREAM) directly followed by its RST_STREAM(CANCEL), all in one write. Node's own client cannot do this
-// (it ends a stream before resetting it). Resolves with the GOAWAY error code the server sent, if any, once the
-// server closed the connection or `waitMs` passed. `authorization`: the value of that header on every stream.
-// The rapid reset a client library makes: 64 streams at a time, each sending the first 4 bytes of a body and
-// cancelled 1 ms later, once the server has announced it. Resolves with the GOAWAY error code the server sent, or
+// The rapid reset a client library makes: 64 streams at a time, `streams` at most, each sending the first 4 bytes
+// of a body and cancelled 1 ms later. Resolves with the GOAWAY error code the server sent, or
 // null when it sent none before `waitMs` passed.
 export function resetAfterBody(port: number, path: string, streams: number, waitMs: number, authorization: string): Promise<number | null> {
   return new Promise((resolve) => {
@@ -178,6 +174,12 @@ export function refusedThenReset(port: number, authorization: string, waitMs: nu
   });
 }
 
+// Rapid reset (CVE-2023-44487) with raw frames, as an attacker sends it: each stream's HEADERS (without
+// END_STREAM) directly followed by its RST_STREAM(CANCEL), all in one write. Node's own client cannot do this
+// (it ends a stream before resetting it). Resolves with the error code of the first GOAWAY the server sent, once
+// it has come (the server gives its peer a second to read it before it closes the connection, as a client told
+// ENHANCE_YOUR_CALM closes it itself), or null once the server closed the connection or `waitMs` passed.
+// `authorization`: the value of that header on every stream.
 export function rapidReset(port: number, path: string, streams: number, waitMs: number, authorization: string, code = 0x8): Promise<number | null> {
   const headers = Buffer.concat([
     Buffer.from([0x83, 0x86]), // :method POST, :scheme http
@@ -195,18 +197,22 @@ export function rapidReset(port: number, path: string, streams: number, waitMs: 
   return new Promise((resolve) => {
     let received = Buffer.alloc(0);
     const socket = net.connect(port, "127.0.0.1", () => socket.write(Buffer.concat(frames)));
-    socket.on("data", (d: Buffer) => (received = Buffer.concat([received, d])));
     socket.on("error", () => {});
+    const firstGoaway = (): number | null => {
+      for (let at = 0; at + 9 <= received.length; at += 9 + received.readUIntBE(at, 3)) {
+        if (received[at + 3] === 0x7 && at + 17 <= received.length) return received.readUInt32BE(at + 13);
+      }
+      return null;
+    };
     const done = (): void => {
       clearTimeout(timer);
       socket.destroy();
-      let goaway: number | null = null;
-      for (let at = 0; at + 9 <= received.length; at += 9 + received.readUIntBE(at, 3)) {
-        // The first GOAWAY says why; closing the session may send a second one.
-        if (received[at + 3] === 0x7 && at + 17 <= received.length && goaway === null) goaway = received.readUInt32BE(at + 13);
-      }
-      resolve(goaway);
+      resolve(firstGoaway());
     };
+    socket.on("data", (d: Buffer) => {
+      received = Buffer.concat([received, d]);
+      if (firstGoaway() !== null) done();
+    });
     const timer = setTimeout(done, waitMs);
     socket.once("close", done);
   });
