@@ -73,12 +73,15 @@ import { RouteTable } from "./transport/rest/route-table.js";
 import { http2HeadRefusal, refuseRequestTarget } from "./transport/rest/request-target.js";
 import { ANNOUNCED_HEADER_LIST_BYTES, MAX_HEAD_FIELDS } from "./transport/http2-head-size.js";
 import { answerParserRefusal } from "./transport/rest/parser-refusals.js";
+import { socketsClosed } from "./transport/sockets-closed.js";
 import type { ParserError } from "./transport/rest/parser-refusals.js";
 
 export const MAX_REQUEST_BYTES = 4 * 1024 * 1024;
 const FAIR_TURN_BUDGET_MS = 8;
 // How long a graceful close waits for open watches to write their end before their connections are dropped.
 const LONG_LIVED_END_MS = 1000;
+// How long a graceful close leaves connections open for a request already on its way (see close()).
+const IDLE_CONNECTION_GRACE_MS = 1000;
 
 // HTTP/2 flow control: Node's 65,535-byte default windows stall a 64 KiB Encrypt until a WINDOW_UPDATE comes
 // back. These let a full request through at once and keep many concurrent streams busy.
@@ -496,9 +499,6 @@ async function assemble(config: Config, logger: Logger, options: BuildOptions, c
       );
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       for (const session of sessions) session.close();
-      // Closes h1's idle keep-alive connections and stops its timeout checks; the error it reports (h1 itself
-      // never listened) says nothing.
-      h1?.close(() => {});
       if (inFlight > 0) {
         await new Promise<void>((resolve) => {
           drained = resolve;
@@ -522,6 +522,14 @@ async function assemble(config: Config, logger: Logger, options: BuildOptions, c
           new Promise((resolve) => setTimeout(resolve, LONG_LIVED_END_MS).unref()),
         ]);
       }
+      // HTTP/1.1 keep-alive connections idle when the drain began are not closed then: a client's next request may
+      // be on its way already, and met a reset (ECONNRESET; undici's "other side closed") that left it unsure
+      // whether its POST ran (every rolling restart of a probe, 2026-11-28). A request that comes now is refused
+      // (503 SERVER_SHUTTING_DOWN) and its connection closes with the answer (`Connection: close`); a connection
+      // still open after IDLE_CONNECTION_GRACE_MS, whose client sent nothing, is closed then.
+      await socketsClosed(sockets, Math.min(IDLE_CONNECTION_GRACE_MS, config.shutdownTimeoutMs));
+      // Stops h1's timeout checks; the error it reports (h1 itself never listened) says nothing.
+      h1?.close(() => {});
       for (const socket of sockets) socket.destroy();
       await closed;
       unsentOutput.stop();

@@ -91,6 +91,56 @@ describe("shutting down", () => {
   });
 });
 
+// HTTP/1.1 keep-alive connections idle at SIGTERM were closed at once, and so was every connection once the calls
+// running had ended: a client whose next request was on its way met a reset (ECONNRESET, or undici's "other side
+// closed"), not knowing whether its POST ran; every rolling restart of a probe did this to 1-16 calls (2026-11-28).
+// Now such a request is answered 503 SERVER_SHUTTING_DOWN on a connection that closes with it.
+describe("SIGTERM under HTTP/1.1 keep-alive load", () => {
+  it("answers every request that reaches the server, and resets none", { timeout: 30_000 }, async () => {
+    const data = tempDir();
+    const server = await spawnServer({ dataDir: data.path });
+    const agents: http.Agent[] = [];
+    try {
+      const created = await post(new http.Agent(), server.url, server.token, "/v1/keys", { parentId: "drain", name: "loops" });
+      const keyId = (created.body as { id?: string }).id;
+      const outcomes = new Map<string, number>();
+      const seen = (outcome: string): void => void outcomes.set(outcome, (outcomes.get(outcome) ?? 0) + 1);
+      let served = 0;
+      const loop = async (agent: http.Agent): Promise<void> => {
+        for (;;) {
+          try {
+            const answer = await post(agent, server.url, server.token, "/v1/encrypt", { keyId, keyVersionId: 1, plaintext: "aGk=" });
+            if (answer.status === 200) served++;
+            else seen(`${answer.status} ${answer.body.message} connection: ${answer.connection}`);
+          } catch (err) {
+            const code = (err as NodeJS.ErrnoException).code ?? String(err);
+            // The listener has closed: a balancer takes the call to another server.
+            if (code === "ECONNREFUSED") return seen(code);
+            seen(code);
+            return;
+          }
+        }
+      };
+      for (let i = 0; i < 16; i++) agents.push(new http.Agent({ keepAlive: true, maxSockets: 1 }));
+      const loops = agents.map(loop);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      const exit = server.kill("SIGTERM");
+      await Promise.all(loops);
+      expect(await exit).toBe(0);
+      expect(served).toBeGreaterThan(0);
+      // Requests that arrived during the drain, if any, were all refused alike; none was reset. Each loop then met
+      // the closed listener.
+      const expected = ["503 the server is shutting down connection: close", "ECONNREFUSED"];
+      expect([...outcomes.keys()].filter((o) => !expected.includes(o))).toEqual([]);
+      expect(outcomes.get("ECONNREFUSED")).toBe(16);
+    } finally {
+      for (const agent of agents) agent.destroy();
+      if (server.running()) await server.kill("SIGKILL");
+      data.remove();
+    }
+  });
+});
+
 // A store refusing the task worker's last write at SIGTERM (a full disk, here a trigger) ended the process at once
 // with Node's unhandled-rejection print, exit 1, skipping the drain, the audit trail's last batch and the store's
 // close (a probe, 2026-11-28). Now the rest of the stop runs, and the failure is logged as the stop's.
