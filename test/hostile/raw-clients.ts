@@ -84,8 +84,8 @@ export function grpcHeaders(url: string, path: string): http2.OutgoingHttpHeader
 }
 
 // The rapid reset a client library makes: 64 streams at a time, `streams` at most, each sending the first 4 bytes
-// of a body and cancelled 1 ms later. Resolves with the GOAWAY error code the server sent, or
-// null when it sent none before `waitMs` passed.
+// of a body and cancelled 1 ms later. Resolves with the GOAWAY error code the server sent, or null when it sent
+// none before `waitMs` passed.
 export function resetAfterBody(port: number, path: string, streams: number, waitMs: number, authorization: string): Promise<number | null> {
   return new Promise((resolve) => {
     const client = http2.connect(`http://127.0.0.1:${port}`);
