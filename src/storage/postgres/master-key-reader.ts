@@ -1,11 +1,8 @@
 import { ANY_WRAPPED_MATERIAL_SQL, MASTER_KEY_CHECK_SQL, masterKeyCheckFromRow, wrappedFromRow } from "../rows.js";
 import type { MasterKeyRow, WrappedRow } from "../rows.js";
 import type { MasterKeyReader } from "../storage.js";
-import { first } from "./sql.js";
+import { first, hasTable } from "./sql.js";
 import type { Queryable } from "./sql.js";
-
-const hasTable = async (client: Queryable, name: string): Promise<boolean> =>
-  (await first<{ present: boolean }>(client, "SELECT to_regclass($1) IS NOT NULL AS present", [name]))?.present === true;
 
 // The master key's binding as a database of any schema holds it: none before the migration that added the check
 // value (3), and no material in a new, empty database.

@@ -1,7 +1,7 @@
 import type pg from "pg";
 import { checkSchemaVersions } from "../schema-version.js";
 import type { MigrationMode } from "../schema-version.js";
-import { first, rows } from "./sql.js";
+import { hasTable, rows } from "./sql.js";
 import type { Queryable } from "./sql.js";
 
 // The PostgreSQL schema: the same tables, columns and versions as the embedded store's (sqlite/migrations.ts), so
@@ -274,8 +274,7 @@ export const SCHEMA_VERSIONS: readonly number[] = migrations.map((m) => m.versio
 // ever, a probe of 2026-11-28); the missing ones run on a connection of their own from `unbounded`, with no timeout,
 // since a migration of a large table may take minutes.
 export async function migrate(db: Queryable, mode: MigrationMode, unbounded: () => pg.Client): Promise<void> {
-  const hasTable = (await first<{ present: boolean }>(db, "SELECT to_regclass('schema_migrations') IS NOT NULL AS present"))?.present === true;
-  const applied = hasTable ? (await rows<{ version: number }>(db, "SELECT version FROM schema_migrations")).map((r) => r.version) : [];
+  const applied = (await hasTable(db, "schema_migrations")) ? (await rows<{ version: number }>(db, "SELECT version FROM schema_migrations")).map((r) => r.version) : [];
   checkSchemaVersions(SCHEMA_VERSIONS, applied, mode);
   const missing = migrations.filter((m) => !applied.includes(m.version));
   if (missing.length === 0) return;

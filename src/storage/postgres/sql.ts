@@ -126,6 +126,11 @@ export async function first<T>(db: Queryable, text: string, values: unknown[] = 
   return ((await db.query(text, values)).rows[0] as T | undefined) ?? null;
 }
 
+// Whether the database has the table `name` (schemas of any age: before its migration, or an empty database).
+export async function hasTable(db: Queryable, name: string): Promise<boolean> {
+  return (await first<{ present: boolean }>(db, "SELECT to_regclass($1) IS NOT NULL AS present", [name]))?.present === true;
+}
+
 // INSERT of one row given as column -> value (the ...Params of rows.ts), bound by position.
 export function insert(table: string, row: object, suffix = ""): { text: string; values: unknown[] } {
   const columns = Object.keys(row);
